@@ -1,0 +1,46 @@
+# Stateroom: `make demo` to try it, `make test` to test it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DEMO_ADDR ?= 127.0.0.1:8000
+PYTEST_ARGS ?=
+
+.PHONY: help install demo test lint format bench clean
+
+help:
+	@echo "make demo   - install, migrate a SQLite database, load demo data, serve the console"
+	@echo "make test   - install and run the whole test suite (DATABASE_URL picks the database)"
+	@echo "make lint   - ruff check and format check"
+	@echo "make bench  - benchmarks on PostgreSQL (DATABASE_URL), results in bench/results/"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Stateroom needs Python >= 3.11 (set PYTHON=python3.11)")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	DEBUG=1 $(BIN)/python manage.py migrate --noinput
+	DEBUG=1 $(BIN)/python manage.py load_demo
+	DEBUG=1 $(BIN)/python manage.py run_demo --addr $(DEMO_ADDR)
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: install
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles

@@ -1,0 +1,30 @@
+"""Error responses for drf-spectacular, so the schema lists every status an endpoint returns."""
+
+from drf_spectacular.utils import OpenApiResponse, inline_serializer
+from rest_framework import serializers
+
+ErrorDetail = inline_serializer(
+    "ErrorDetail",
+    {
+        "code": serializers.CharField(),
+        "message": serializers.CharField(),
+        "details": serializers.DictField(),
+    },
+)
+Error = inline_serializer("Error", {"error": ErrorDetail})
+
+
+def error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(response=Error, description=description)
+
+
+ERRORS_AUTH = {401: error("Missing, invalid or revoked token"), 429: error("Rate limited")}
+ERRORS_READ = {**ERRORS_AUTH, 404: error("Unknown id, or another tenant's id")}
+ERRORS_WRITE = {
+    **ERRORS_READ,
+    400: error("Malformed JSON or body not an object"),
+    413: error("Body over the size limit"),
+    422: error("Field validation failed; details lists the fields"),
+}
+ERRORS_STATEFUL = {**ERRORS_WRITE, 409: error("Version/revision conflict or invalid transition")}
+ERRORS_LIST = {**ERRORS_AUTH, 422: error("Invalid filter or limit")}

@@ -1,0 +1,27 @@
+"""Runtime API v1 routes: each app contributes its `api_urls`."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+
+urlpatterns = [
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
+        name="api-schema",
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="api-schema", authentication_classes=[], permission_classes=[AllowAny]
+        ),
+        name="api-docs",
+    ),
+]
+
+for app in ("tenancy_app", "sessions_app", "runs_app", "tasks_app", "approvals_app", "effects_app"):
+    try:
+        urlpatterns.append(path("", include(f"{app}.api_urls")))
+    except ModuleNotFoundError as exc:  # an app without an API yet
+        if exc.name != f"{app}.api_urls":
+            raise

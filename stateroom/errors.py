@@ -1,0 +1,41 @@
+"""Domain errors with stable codes.
+
+Stores raise these; the API exception handler and the console map them to
+responses in one place. `status` is the HTTP status the API contract gives.
+"""
+
+from typing import Any
+
+
+class StateroomError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(
+        self, message: str = "", *, code: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message or self.__class__.__name__)
+        self.message = message or self.__class__.__name__
+        if code:
+            self.code = code
+        self.details = details or {}
+
+
+class NotFound(StateroomError):
+    status = 404
+    code = "not_found"
+
+
+class Forbidden(StateroomError):
+    status = 403
+    code = "forbidden"
+
+
+class Conflict(StateroomError):
+    status = 409
+    code = "conflict"
+
+
+class Unprocessable(StateroomError):
+    status = 422
+    code = "validation_error"

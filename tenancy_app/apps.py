@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class TenancyConfig(AppConfig):
+    name = "tenancy_app"
+    verbose_name = "Tenancy"
+
+    def ready(self) -> None:
+        from . import schema  # noqa: F401  (registers the OpenAPI auth extension)

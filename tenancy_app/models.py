@@ -1,0 +1,116 @@
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django_scopes import ScopedManager
+
+
+class Role(models.TextChoices):
+    SUPPORT = "support", "Support"
+    OPERATOR = "operator", "Operator"
+    ADMIN = "admin", "Admin"
+
+
+ROLE_RANK = {Role.SUPPORT: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
+
+
+class Tenant(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    legal_hold = models.BooleanField(default=False)
+    # Four-eyes rule: approvals of critical risk need two different operators.
+    four_eyes_critical = models.BooleanField(default=False)
+    # Serial by default: one attached run per session (DESIGN.md section 3).
+    allow_concurrent_runs = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class TenantOwned(models.Model):
+    """Base for every tenant-owned row.
+
+    The default manager refuses to query outside an active tenant scope
+    (django-scopes); on PostgreSQL the table also gets a forced RLS policy in
+    the migration that creates it (tenancy_app.rls.EnableRowLevelSecurity).
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+
+    objects = ScopedManager(tenant="tenant")
+
+    class Meta:
+        abstract = True
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tenant"], name="membership_user_tenant_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}@{self.tenant_id}:{self.role}"
+
+    def has_role(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+
+class TokenRole(models.TextChoices):
+    RUNTIME = "runtime", "Runtime"
+    OPERATOR = "operator", "Operator (may decide approvals)"
+
+
+TOKEN_PREFIX = "sr_"
+
+
+def hash_secret(raw: str) -> str:
+    # Tokens carry 256 bits of randomness, so a fast hash is enough (no KDF needed).
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class RuntimeToken(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=16, choices=TokenRole.choices, default=TokenRole.RUNTIME)
+    prefix = models.CharField(max_length=16, help_text="First characters, shown to identify it")
+    secret_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    webhook_url = models.URLField(blank=True, default="")
+    webhook_secret = models.CharField(max_length=64, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def generate_secret() -> str:
+        return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+class RetentionPolicy(models.Model):
+    """How long content of ended sessions is kept, per data class (days; null = forever)."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="retention")
+    session_items_days = models.PositiveIntegerField(null=True, blank=True)
+    run_events_days = models.PositiveIntegerField(null=True, blank=True)
+    checkpoints_days = models.PositiveIntegerField(null=True, blank=True)
+    effect_payloads_days = models.PositiveIntegerField(null=True, blank=True)
+    extra_days_failed_or_approved = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"retention for tenant {self.tenant_id}"

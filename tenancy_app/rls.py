@@ -1,0 +1,51 @@
+"""PostgreSQL row-level security for tenant-owned tables.
+
+The migration that creates a tenant-owned table adds
+`EnableRowLevelSecurity("model")` right after `CreateModel`, so the policy
+exists from the first row on. On other databases the operation does nothing;
+django-scopes is then the only layer.
+"""
+
+from django.db import migrations
+
+TENANT_SETTING = "app.tenant_id"
+_TENANT_EXPR = f"NULLIF(current_setting('{TENANT_SETTING}', true), '')::bigint"
+
+
+class EnableRowLevelSecurity(migrations.operations.base.Operation):
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def state_forwards(self, app_label, state) -> None:
+        pass
+
+    def _table(self, app_label, state) -> str:
+        return state.apps.get_model(app_label, self.model_name)._meta.db_table
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        table = schema_editor.quote_name(self._table(app_label, to_state))
+        schema_editor.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        schema_editor.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+        schema_editor.execute(
+            f"CREATE POLICY tenant_isolation ON {table} "
+            f"USING (tenant_id = {_TENANT_EXPR}) WITH CHECK (tenant_id = {_TENANT_EXPR})"
+        )
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        table = schema_editor.quote_name(self._table(app_label, from_state))
+        schema_editor.execute(f"DROP POLICY IF EXISTS tenant_isolation ON {table}")
+        schema_editor.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+        schema_editor.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+
+    def describe(self) -> str:
+        return f"Enable forced row-level security on {self.model_name}"
+
+    def deconstruct(self):
+        return (self.__class__.__qualname__, [self.model_name], {})

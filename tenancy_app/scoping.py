@@ -1,0 +1,54 @@
+"""The one home of tenant scoping.
+
+`in_tenant(tenant)` is what jobs, commands, the demo and tests use; the
+request middleware does the same for each request. It enters the
+django-scopes scope (ORM layer) and a transaction whose PostgreSQL setting
+`app.tenant_id` the RLS policies read (database layer).
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import transaction
+from django_scopes import scope, scopes_disabled
+
+from .models import Tenant
+from .rls import TENANT_SETTING
+
+__all__ = ["in_tenant", "scopes_disabled", "tenant_transaction"]
+
+
+@contextmanager
+def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]:
+    """A transaction (or savepoint) in which RLS sees only `tenant_id`'s rows.
+
+    The setting is transaction-local (`set_config(..., true)`), so it cannot
+    leak to the next user of a pooled connection. When nested inside another
+    tenant's transaction, the outer tenant is restored on exit.
+    """
+    connection = transaction.get_connection(using)
+    nested = connection.in_atomic_block
+    with transaction.atomic(using=using):
+        if connection.vendor != "postgresql":
+            yield
+            return
+        with connection.cursor() as cursor:
+            previous = None
+            if nested:
+                cursor.execute("SELECT current_setting(%s, true)", [TENANT_SETTING])
+                previous = cursor.fetchone()[0]
+            cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)])
+        yield
+        if nested and previous != str(tenant_id):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, previous or ""])
+
+
+@contextmanager
+def in_tenant(tenant: Tenant, *, atomic: bool = True) -> Iterator[None]:
+    with scope(tenant=tenant):
+        if atomic:
+            with tenant_transaction(tenant.pk):
+                yield
+        else:
+            yield

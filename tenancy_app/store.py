@@ -1,0 +1,184 @@
+"""State changes of the tenancy domain: tokens, members, tenant settings."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from audit_app.actor import Actor
+from audit_app.services import record_event
+from stateroom.errors import Conflict, NotFound, Unprocessable
+
+from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
+
+
+class TenancyStore:
+    def __init__(self, tenant: Tenant, actor: Actor) -> None:
+        self.tenant = tenant
+        self.actor = actor
+
+    def _audit(self, action: str, target_type: str, target_id, **kw) -> None:
+        record_event(
+            tenant=self.tenant,
+            actor=self.actor,
+            action=action,
+            target_type=target_type,
+            target_id=str(target_id),
+            **kw,
+        )
+
+    # --- tokens -----------------------------------------------------------
+    def tokens(self):
+        return RuntimeToken.objects.filter(tenant=self.tenant).order_by("-created_at")
+
+    def create_token(
+        self, *, name: str, role: str = TokenRole.RUNTIME, created_by=None, webhook_url: str = ""
+    ) -> tuple[RuntimeToken, str]:
+        """Create a token; the raw secret is returned once and never stored."""
+        if role not in TokenRole.values:
+            raise Unprocessable(
+                "Unknown token role.", details={"role": [f"not one of {TokenRole.values}"]}
+            )
+        if not name.strip():
+            raise Unprocessable("A token needs a name.", details={"name": ["required"]})
+        raw = RuntimeToken.generate_secret()
+        with transaction.atomic():
+            token = RuntimeToken.objects.create(
+                tenant=self.tenant,
+                name=name.strip(),
+                role=role,
+                prefix=raw[:10],
+                secret_hash=hash_secret(raw),
+                created_by=created_by,
+                webhook_url=webhook_url,
+                webhook_secret=RuntimeToken.generate_secret() if webhook_url else "",
+            )
+            self._audit(
+                "token.created", "token", token.pk, after={"name": token.name, "role": role}
+            )
+        return token, raw
+
+    def revoke_token(self, *, token_id: int, reason: str = "") -> RuntimeToken:
+        with transaction.atomic():
+            token = (
+                RuntimeToken.objects.select_for_update()
+                .filter(tenant=self.tenant, pk=token_id)
+                .first()
+            )
+            if token is None:
+                raise NotFound("No such token.")
+            if token.revoked_at is not None:
+                raise Conflict("Token already revoked.", code="already_revoked")
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            self._audit(
+                "token.revoked", "token", token.pk, after={"name": token.name}, reason=reason
+            )
+        return token
+
+    # --- members ----------------------------------------------------------
+    def members(self):
+        return (
+            Membership.objects.filter(tenant=self.tenant)
+            .select_related("user")
+            .order_by("user__username")
+        )
+
+    def set_member(self, *, username: str, role: str) -> Membership:
+        if role not in Role.values:
+            raise Unprocessable("Unknown role.", details={"role": [f"not one of {Role.values}"]})
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise NotFound("No such user.")
+        with transaction.atomic():
+            membership = (
+                Membership.objects.select_for_update().filter(tenant=self.tenant, user=user).first()
+            )
+            before = {"role": membership.role} if membership else None
+            if membership is None:
+                membership = Membership.objects.create(tenant=self.tenant, user=user, role=role)
+            else:
+                membership.role = role
+                membership.save(update_fields=["role"])
+            self._audit("member.role_set", "user", user.pk, before=before, after={"role": role})
+        return membership
+
+    def remove_member(self, *, user_id: int) -> None:
+        with transaction.atomic():
+            membership = Membership.objects.filter(tenant=self.tenant, user_id=user_id).first()
+            if membership is None:
+                raise NotFound("No such member.")
+            before = {"role": membership.role}
+            membership.delete()
+            self._audit("member.removed", "user", user_id, before=before)
+
+    # --- tenant settings --------------------------------------------------
+    def set_legal_hold(self, *, on: bool, reason: str) -> Tenant:
+        with transaction.atomic():
+            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
+            if tenant.legal_hold == on:
+                raise Conflict(
+                    "Legal hold is already " + ("on." if on else "off."), code="no_change"
+                )
+            tenant.legal_hold = on
+            tenant.save(update_fields=["legal_hold"])
+            self._audit(
+                "tenant.legal_hold_on" if on else "tenant.legal_hold_off",
+                "tenant",
+                tenant.slug,
+                before={"legal_hold": not on},
+                after={"legal_hold": on},
+                reason=reason,
+            )
+        self.tenant.legal_hold = on
+        return tenant
+
+    def set_four_eyes(self, *, on: bool) -> None:
+        with transaction.atomic():
+            Tenant.objects.filter(pk=self.tenant.pk).update(four_eyes_critical=on)
+            self._audit(
+                "tenant.settings_changed",
+                "tenant",
+                self.tenant.slug,
+                before={"four_eyes_critical": self.tenant.four_eyes_critical},
+                after={"four_eyes_critical": on},
+            )
+        self.tenant.four_eyes_critical = on
+
+    def retention(self) -> RetentionPolicy:
+        return RetentionPolicy.objects.filter(tenant=self.tenant).first() or RetentionPolicy(
+            tenant=self.tenant
+        )
+
+    def set_retention(self, **days: int | None) -> RetentionPolicy:
+        allowed = {
+            "session_items_days",
+            "run_events_days",
+            "checkpoints_days",
+            "effect_payloads_days",
+            "extra_days_failed_or_approved",
+        }
+        unknown = set(days) - allowed
+        if unknown:
+            raise Unprocessable(
+                "Unknown retention fields.", details={k: ["unknown"] for k in unknown}
+            )
+        with transaction.atomic():
+            policy, _ = RetentionPolicy.objects.select_for_update().get_or_create(
+                tenant=self.tenant
+            )
+            before = {k: getattr(policy, k) for k in allowed}
+            for key, value in days.items():
+                setattr(
+                    policy, key, value if key != "extra_days_failed_or_approved" else value or 0
+                )
+            policy.save()
+            self._audit(
+                "tenant.retention_changed",
+                "tenant",
+                self.tenant.slug,
+                before=before,
+                after={k: getattr(policy, k) for k in allowed},
+            )
+        return policy

@@ -1,0 +1,24 @@
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from . import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("login/", auth_views.LoginView.as_view(template_name="tenancy/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", views.home, name="home"),
+    path("t/<slug:tenant_slug>/", views.tenant_home, name="tenant-home"),
+    path(
+        "t/<slug:tenant_slug>/settings/",
+        include(
+            (
+                [
+                    path("tokens/", views.settings_tokens, name="tokens"),
+                    path("tokens/<int:token_id>/revoke", views.revoke_token, name="revoke-token"),
+                ],
+                "tenancy",
+            )
+        ),
+    ),
+]

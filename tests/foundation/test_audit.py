@@ -1,0 +1,93 @@
+import pytest
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
+
+from audit_app.actor import Actor
+from audit_app.models import AuditEvent
+from audit_app.services import GENESIS_HASH, record_event, verify_chain
+from tenancy_app.scoping import in_tenant
+
+
+def record(tenant, n=1, **kw):
+    with in_tenant(tenant):
+        for i in range(n):
+            record_event(
+                tenant=tenant,
+                actor=Actor.system(),
+                action=kw.get("action", "session.closed"),
+                target_type="session",
+                target_id=f"s-{i}",
+                before={"status": "active"},
+                after={"status": "closed", "api_token": "sr_secret"},
+                reason="test",
+            )
+
+
+def test_events_form_a_hash_chain_per_tenant(tenant_a, tenant_b):
+    record(tenant_a, 3)
+    record(tenant_b, 2)
+    with in_tenant(tenant_a):
+        events = list(AuditEvent.objects.order_by("seq"))
+        assert verify_chain(tenant_a) is None
+    assert [e.seq for e in events] == [1, 2, 3]
+    assert events[0].prev_hash == GENESIS_HASH
+    assert events[1].prev_hash == events[0].hash
+    assert events[0].after == {"status": "closed", "api_token": "***"}
+    with in_tenant(tenant_b):
+        assert list(AuditEvent.objects.values_list("seq", flat=True).order_by("seq")) == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_record_event_outside_a_transaction_is_refused(make_tenant):
+    from django_scopes import scope
+
+    tenant = make_tenant("solo")
+    with scope(tenant=tenant), pytest.raises(RuntimeError, match="inside the transaction"):
+        record_event(
+            tenant=tenant, actor=Actor.system(), action="x", target_type="t", target_id="1"
+        )
+
+
+def tamper(event_id: int, reason: str) -> None:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending FK triggers before ALTER
+            # Only the table owner can do this (migrations run as a separate
+            # owner role in production, see README); the trigger blocks the app.
+            cursor.execute(
+                "ALTER TABLE audit_app_auditevent DISABLE TRIGGER audit_event_append_only"
+            )
+        cursor.execute(
+            "UPDATE audit_app_auditevent SET reason = %s WHERE id = %s", [reason, event_id]
+        )
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "ALTER TABLE audit_app_auditevent ENABLE TRIGGER audit_event_append_only"
+            )
+
+
+def test_verify_audit_command_fails_on_tampered_row(tenant_a, capsys):
+    record(tenant_a, 3)
+    call_command("verify_audit")
+    assert "ok: tenant acme" in capsys.readouterr().out
+    with in_tenant(tenant_a):
+        second = AuditEvent.objects.get(seq=2)
+        tamper(second.pk, "nothing to see")
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("verify_audit", "--tenant", "acme")
+    assert exit_info.value.code == 1
+    assert "event #2" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE audit_app_auditevent SET reason = 'x'", "DELETE FROM audit_app_auditevent"],
+)
+def test_audit_rows_cannot_be_updated_or_deleted(tenant_a, statement):
+    record(tenant_a, 1)
+    with in_tenant(tenant_a):
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(statement)
+        assert AuditEvent.objects.get().reason == "test"

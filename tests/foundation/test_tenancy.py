@@ -1,0 +1,202 @@
+import pytest
+from django.conf import settings
+from django.db import connection
+from django_scopes import ScopeError
+
+from audit_app.models import AuditEvent
+from tenancy_app.models import RuntimeToken, TenantOwned, hash_secret
+from tenancy_app.scoping import in_tenant, scopes_disabled
+
+from ..conftest import PASSWORD, login
+
+
+def test_unscoped_query_on_tenant_owned_model_raises(db):
+    with pytest.raises(ScopeError):
+        list(AuditEvent.objects.all())
+
+
+def test_scoped_query_sees_only_current_tenant(make_token, tenant_a, tenant_b):
+    make_token(tenant_a)
+    make_token(tenant_b, name="other")
+    with in_tenant(tenant_a):
+        events = list(AuditEvent.objects.values_list("tenant__slug", "action"))
+    assert events == [("acme", "token.created")]
+
+
+def tenant_owned_tables() -> list[str]:
+    from django.apps import apps
+
+    return sorted(
+        m._meta.db_table
+        for m in apps.get_models()
+        if issubclass(m, TenantOwned) and not m._meta.proxy
+    )
+
+
+@pytest.mark.postgres
+def test_app_role_is_subject_to_row_level_security(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False, False)
+
+
+@pytest.mark.postgres
+def test_every_tenant_owned_table_has_forced_rls_policy(db):
+    tables = tenant_owned_tables()
+    assert "audit_app_auditevent" in tables
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
+            "WHERE relname = ANY(%s) ORDER BY relname",
+            [tables],
+        )
+        rows = cursor.fetchall()
+        cursor.execute("SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")
+        with_policy = {r[0] for r in cursor.fetchall()}
+    assert rows == [(t, True, True) for t in tables]
+    assert with_policy >= set(tables)
+
+
+@pytest.mark.postgres
+def test_rls_hides_other_tenants_rows_from_raw_sql(make_token, tenant_a, tenant_b):
+    make_token(tenant_a)
+    make_token(tenant_b, name="b1")
+    make_token(tenant_b, name="b2")
+    with connection.cursor() as cursor:
+        # App layer bypassed: no django-scopes, raw SQL with a tenant setting.
+        cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_a.pk)])
+        cursor.execute("SELECT tenant_id, action FROM audit_app_auditevent")
+        assert cursor.fetchall() == [(tenant_a.pk, "token.created")]
+        cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_b.pk)])
+        cursor.execute("SELECT count(*) FROM audit_app_auditevent")
+        assert cursor.fetchone() == (2,)
+        cursor.execute("SELECT set_config('app.tenant_id', '', true)")
+        cursor.execute("SELECT count(*) FROM audit_app_auditevent")
+        assert cursor.fetchone() == (0,)
+    # scopes_disabled() removes the ORM layer; RLS still holds.
+    with scopes_disabled(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_b.pk)])
+        assert set(AuditEvent.objects.values_list("tenant_id", flat=True)) == {tenant_b.pk}
+
+
+@pytest.mark.postgres
+def test_rls_refuses_inserting_a_row_for_another_tenant(tenant_a, tenant_b):
+    from django.db import DatabaseError, transaction
+
+    with pytest.raises(DatabaseError, match="row-level security"):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_a.pk)])
+            cursor.execute(
+                "INSERT INTO audit_app_auditevent (tenant_id, seq, created_at, actor_type, actor_id,"
+                " actor_label, action, target_type, target_id, reason, request_id, prev_hash, hash)"
+                " VALUES (%s, 1, now(), 'system', 's', 's', 'x', 't', '1', '', '', '', '')",
+                [tenant_b.pk],
+            )
+
+
+def test_tokens_are_stored_hashed(make_token, tenant_a):
+    raw = make_token(tenant_a)
+    token = RuntimeToken.objects.get()
+    assert raw.startswith("sr_") and len(raw) > 40
+    assert token.secret_hash == hash_secret(raw)
+    assert raw not in {token.secret_hash, token.prefix, token.name}
+    assert token.prefix == raw[:10]
+
+
+def test_api_token_authenticates_and_revoked_token_gets_401(make_token, tenant_a, admin_a, client):
+    raw = make_token(tenant_a, name="w1")
+    headers = {"Authorization": f"Bearer {raw}"}
+    response = client.get("/api/v1/me", headers=headers)
+    assert response.status_code == 200
+    assert response.json() == {"tenant": "acme", "name": "w1", "role": "runtime"}
+    assert RuntimeToken.objects.get().last_used_at is not None
+
+    token = RuntimeToken.objects.get()
+    admin = login(admin_a)
+    response = admin.post(f"/t/acme/settings/tokens/{token.pk}/revoke", {"reason": "leaked"})
+    assert response.status_code == 302
+
+    response = client.get("/api/v1/me", headers=headers)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthenticated"
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_api_without_or_with_bad_token_is_401(client, db):
+    assert client.get("/api/v1/me").status_code == 401
+    response = client.get("/api/v1/me", headers={"Authorization": "Bearer sr_nope"})
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthenticated"
+
+
+def test_login_page_and_login(client, support_a):
+    response = client.get("/login/")
+    assert response.status_code == 200
+    assert b"Log in to Stateroom" in response.content
+    response = client.post("/login/", {"username": "sue", "password": PASSWORD})
+    assert response.status_code == 302
+    response = client.get("/", follow=True)
+    assert response.redirect_chain[-1][0] == "/t/acme/"
+    assert b"You are support here" in response.content
+
+
+def test_console_requires_login(client, tenant_a):
+    response = client.get("/t/acme/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=/t/acme/")
+
+
+def test_other_tenants_console_url_is_404(admin_a, tenant_b):
+    client = login(admin_a)
+    assert client.get("/t/globex/").status_code == 404
+    assert client.get("/t/globex/settings/tokens/").status_code == 404
+    assert client.get("/t/no-such-tenant/").status_code == 404
+
+
+def test_roles_are_enforced(support_a, operator_a, admin_a):
+    for user in (support_a, operator_a):
+        client = login(user)
+        assert client.get("/t/acme/settings/tokens/").status_code == 403
+        response = client.post("/t/acme/settings/tokens/", {"name": "forged"})
+        assert response.status_code == 403
+    assert RuntimeToken.objects.count() == 0
+    response = login(admin_a).get("/t/acme/settings/tokens/")
+    assert response.status_code == 200
+
+
+def test_admin_creates_token_shown_once(admin_a):
+    client = login(admin_a)
+    response = client.post("/t/acme/settings/tokens/", {"name": "runner", "role": "runtime"})
+    assert response.status_code == 200
+    raw = response.context["created_secret"]
+    assert raw.encode() in response.content
+    assert RuntimeToken.objects.get().secret_hash == hash_secret(raw)
+    assert raw.encode() not in client.get("/t/acme/settings/tokens/").content
+
+
+def test_user_with_several_tenants_switches(make_user, tenant_a, tenant_b):
+    from tenancy_app.models import Membership
+
+    user = make_user("multi", tenant_a, "support")
+    Membership.objects.create(user=user, tenant=tenant_b, role="admin")
+    client = login(user)
+    page = client.get("/t/acme/").content.decode()
+    assert 'href="/t/globex/"' in page
+    assert client.get("/t/globex/settings/tokens/").status_code == 200
+    assert client.get("/t/acme/settings/tokens/").status_code == 403
+
+
+def test_security_headers_and_csp(client, db):
+    response = client.get("/login/")
+    csp = response["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp
+    assert "script-src 'self'" in csp
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_settings_database_matches_environment():
+    import os
+
+    url = os.environ.get("DATABASE_URL", "")
+    assert url.startswith(("postgres://", "postgresql://")) == settings.IS_POSTGRES
