@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EffectsConfig(AppConfig):
+    name = "effects_app"
+    verbose_name = "Effects"

@@ -1,0 +1,153 @@
+from django.db import models
+
+from tenancy_app.models import TenantOwned
+
+
+class RunStatus(models.TextChoices):
+    CREATED = "created"
+    RUNNING = "running"
+    WAITING_APPROVAL = "waiting_approval"
+    SUSPENDED = "suspended"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+# The run state machine (DESIGN.md section 3). Staying in the same status is
+# allowed for non-terminal runs (a CAS that only moves counters or the node).
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.CREATED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset(
+        {
+            RunStatus.WAITING_APPROVAL,
+            RunStatus.SUSPENDED,
+            RunStatus.SUCCEEDED,
+            RunStatus.FAILED,
+            RunStatus.CANCELLED,
+        }
+    ),
+    RunStatus.WAITING_APPROVAL: frozenset(
+        {RunStatus.RUNNING, RunStatus.SUSPENDED, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
+    RunStatus.SUSPENDED: frozenset({RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.SUCCEEDED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+class Run(TenantOwned):
+    """RunState of seed 000: the current facts of one execution, changed only by CAS."""
+
+    run_id = models.CharField(max_length=128)
+    session = models.ForeignKey(
+        "sessions_app.Session", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    task = models.ForeignKey(
+        "tasks_app.Task", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.CREATED)
+    turn_index = models.IntegerField(default=0)
+    active_agent = models.CharField(max_length=200, blank=True, default="")
+    current_node_id = models.CharField(max_length=200, blank=True, default="")
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    token_used = models.BigIntegerField(default=0)
+    cost_used = models.DecimalField(max_digits=18, decimal_places=6, default=0)
+    pending_approval_id = models.CharField(max_length=128, blank=True, default="")
+    last_checkpoint_id = models.CharField(max_length=128, blank=True, default="")
+    error = models.JSONField(null=True, blank=True)
+    version = models.BigIntegerField(default=1)
+    # Worker claim (lease): a superseded worker's writes are refused.
+    claimed_by = models.CharField(max_length=200, blank=True, default="")
+    claim_until = models.DateTimeField(null=True, blank=True)
+    last_event_seq = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "run_id"], name="run_public_id_uniq"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "status", "deadline_at"], name="run_status_deadline_idx"),
+            models.Index(fields=["tenant", "session", "id"], name="run_session_idx"),
+            models.Index(fields=["tenant", "task", "id"], name="run_task_idx"),
+            models.Index(fields=["tenant", "status", "id"], name="run_status_id_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN_STATUSES
+
+
+class RunTransition(TenantOwned):
+    """One successful compare-and-set: the version history shown in the run inspector."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="transitions")
+    version = models.BigIntegerField()
+    from_status = models.CharField(max_length=20)
+    to_status = models.CharField(max_length=20)
+    changes = models.JSONField(default=dict)
+    actor_label = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "run", "version"], name="run_transition_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} v{self.version}"
+
+
+class RunEvent(TenantOwned):
+    """Append-only events of a run, numbered per run. Payloads go with content deletion."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField()
+    type = models.CharField(max_length=64)
+    node_id = models.CharField(max_length=200, blank=True, default="")
+    payload = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    payload_deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "run", "seq"], name="run_event_seq_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.type}"
+
+
+class NodeStatus(models.TextChoices):
+    STARTED = "started"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class NodeExecution(TenantOwned):
+    """One attempt at one node of a run's plan."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="node_executions")
+    node_id = models.CharField(max_length=200)
+    attempt = models.IntegerField(default=1)
+    status = models.CharField(max_length=16, choices=NodeStatus.choices, default=NodeStatus.STARTED)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "run", "node_id", "attempt"], name="node_execution_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.node_id}#{self.attempt}"
