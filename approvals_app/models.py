@@ -54,11 +54,14 @@ class ApprovalRequest(TenantOwned):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "approval_id"], name="approval_public_id_uniq"),
+            models.UniqueConstraint(
+                fields=["tenant", "approval_id"], name="approval_public_id_uniq"
+            ),
         ]
         indexes = [
             models.Index(
-                fields=["tenant", "status", "-risk_rank", "expires_at", "id"], name="approval_inbox_idx"
+                fields=["tenant", "status", "-risk_rank", "expires_at", "id"],
+                name="approval_inbox_idx",
             ),
             models.Index(fields=["tenant", "status", "expires_at"], name="approval_expiry_idx"),
             models.Index(fields=["tenant", "run", "id"], name="approval_run_idx"),

@@ -71,7 +71,9 @@ class Run(TenantOwned):
             models.UniqueConstraint(fields=["tenant", "run_id"], name="run_public_id_uniq"),
         ]
         indexes = [
-            models.Index(fields=["tenant", "status", "deadline_at"], name="run_status_deadline_idx"),
+            models.Index(
+                fields=["tenant", "status", "deadline_at"], name="run_status_deadline_idx"
+            ),
             models.Index(fields=["tenant", "session", "id"], name="run_session_idx"),
             models.Index(fields=["tenant", "task", "id"], name="run_task_idx"),
             models.Index(fields=["tenant", "status", "id"], name="run_status_id_idx"),
@@ -98,7 +100,9 @@ class RunTransition(TenantOwned):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "run", "version"], name="run_transition_uniq"),
+            models.UniqueConstraint(
+                fields=["tenant", "run", "version"], name="run_transition_uniq"
+            ),
         ]
 
     def __str__(self) -> str:

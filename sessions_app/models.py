@@ -42,7 +42,9 @@ class Session(TenantOwned):
             models.UniqueConstraint(fields=["tenant", "session_id"], name="session_public_id_uniq"),
         ]
         indexes = [
-            models.Index(fields=["tenant", "status", "lease_until"], name="session_status_lease_idx"),
+            models.Index(
+                fields=["tenant", "status", "lease_until"], name="session_status_lease_idx"
+            ),
             models.Index(fields=["tenant", "user_id", "id"], name="session_user_idx"),
             models.Index(fields=["tenant", "status", "id"], name="session_status_id_idx"),
             models.Index(fields=["tenant", "ended_at"], name="session_ended_idx"),
@@ -72,7 +74,9 @@ class SessionAttachment(TenantOwned):
                 name="attachment_open_uniq",
             ),
         ]
-        indexes = [models.Index(fields=["tenant", "session", "attached_at"], name="attach_session_idx")]
+        indexes = [
+            models.Index(fields=["tenant", "session", "attached_at"], name="attach_session_idx")
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id}@{self.session_id}"
@@ -91,7 +95,9 @@ class SessionItem(TenantOwned):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "session", "seq"], name="item_session_seq_uniq"),
+            models.UniqueConstraint(
+                fields=["tenant", "session", "seq"], name="item_session_seq_uniq"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -117,3 +123,51 @@ class ItemAppend(TenantOwned):
 
     def __str__(self) -> str:
         return self.idempotency_key
+
+
+class DeletionStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
+class ContentDeletion(TenantOwned):
+    """A content deletion job and, once done, its receipt (DESIGN.md section 4).
+
+    `planned` holds the counts found when the job was requested (for the
+    progress bar); `counts` what has been deleted so far, per table. Both are
+    dicts keyed by data class: session_items, run_event_payloads,
+    checkpoint_bodies, effect_payloads.
+    """
+
+    deletion_id = models.CharField(max_length=128)
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="deletions")
+    status = models.CharField(
+        max_length=16, choices=DeletionStatus.choices, default=DeletionStatus.PENDING
+    )
+    requested_by = models.CharField(max_length=200)
+    requested_by_id = models.CharField(max_length=64, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    policy = models.CharField(max_length=200, blank=True, default="manual")
+    planned = models.JSONField(default=dict)
+    counts = models.JSONField(default=dict)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "deletion_id"], name="deletion_public_id_uniq"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "session", "id"], name="deletion_session_idx"),
+            models.Index(fields=["tenant", "status", "id"], name="deletion_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.deletion_id

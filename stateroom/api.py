@@ -2,13 +2,16 @@
 `{"error": {"code": ..., "message": ..., "details": {...}}}`.
 """
 
+import json
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from .errors import StateroomError
+from .errors import StateroomError, Unprocessable
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (exceptions.ParseError, 400, "malformed_json"),
@@ -75,3 +78,76 @@ def json_404(request, exception=None):
 
 def json_500(request):
     return JsonResponse(error_body("server_error", "Internal server error."), status=500)
+
+
+class BadRequest(StateroomError):
+    status = 400
+    code = "malformed_json"
+
+
+class JSONObjectParser(JSONParser):
+    """JSON bodies must be objects; an empty body reads as `{}`."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        raw = stream.read() if stream is not None else b""
+        if not raw.strip():
+            return {}
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise BadRequest(f"Malformed JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise BadRequest("The request body must be a JSON object.", code="body_not_object")
+        return data
+
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+def parse_limit(request, default: int = DEFAULT_LIMIT) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None or raw == "":
+        return default
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise Unprocessable(
+            "limit must be an integer from 1 to 500.",
+            details={"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]},
+        )
+    return limit
+
+
+def parse_int_param(request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise Unprocessable(
+            f"{name} must be an integer.", details={name: ["must be an integer"]}
+        ) from exc
+
+
+def keyset_page(request, queryset, serialize, *, limit: int | None = None) -> Response:
+    """One page of a list ordered by descending `id`, with an absolute `next` URL.
+
+    The cursor is the last id seen (`?cursor=`); each page costs one indexed
+    range scan however deep it is (no OFFSET).
+    """
+    limit = limit or parse_limit(request)
+    cursor = parse_int_param(request, "cursor")
+    if cursor is not None:
+        queryset = queryset.filter(id__lt=cursor)
+    rows = list(queryset.order_by("-id")[: limit + 1])
+    next_url = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        params = request.query_params.copy()
+        params["cursor"] = str(rows[-1].id)
+        next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+    return Response({"results": [serialize(row) for row in rows], "next": next_url})

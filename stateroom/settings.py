@@ -201,7 +201,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy_app.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["tenancy_app.auth.IsRuntime"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["stateroom.api.JSONObjectParser"],
     "EXCEPTION_HANDLER": "stateroom.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

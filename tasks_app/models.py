@@ -59,7 +59,9 @@ class TaskCheckpoint(TenantOwned):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "checkpoint_id"], name="checkpoint_public_id_uniq"),
+            models.UniqueConstraint(
+                fields=["tenant", "checkpoint_id"], name="checkpoint_public_id_uniq"
+            ),
             models.UniqueConstraint(fields=["tenant", "task", "seq"], name="checkpoint_seq_uniq"),
         ]
 

@@ -6,27 +6,15 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.actor import Actor
-from audit_app.services import record_event
 from stateroom.errors import Conflict, NotFound, Unprocessable
 
+from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
 
-class TenancyStore:
-    def __init__(self, tenant: Tenant, actor: Actor) -> None:
-        self.tenant = tenant
-        self.actor = actor
-
+class TenancyStore(BaseStore):
     def _audit(self, action: str, target_type: str, target_id, **kw) -> None:
-        record_event(
-            tenant=self.tenant,
-            actor=self.actor,
-            action=action,
-            target_type=target_type,
-            target_id=str(target_id),
-            **kw,
-        )
+        self.audit(action, target_type=target_type, target_id=str(target_id), **kw)
 
     # --- tokens -----------------------------------------------------------
     def tokens(self):

@@ -9,6 +9,10 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.home, name="home"),
     path("t/<slug:tenant_slug>/", views.tenant_home, name="tenant-home"),
+    *(
+        path(f"t/<slug:tenant_slug>/{name}/", include(f"{name}_app.urls"))
+        for name in ("approvals", "sessions", "runs", "tasks", "effects", "audit")
+    ),
     path(
         "t/<slug:tenant_slug>/settings/",
         include(

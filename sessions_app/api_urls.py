@@ -1,0 +1,5 @@
+"""Runtime API routes of sessions_app, mounted under /api/v1/."""
+
+from django.urls import path  # noqa: F401
+
+urlpatterns: list = []
