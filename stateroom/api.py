@@ -43,7 +43,8 @@ def exception_handler(exc, context):
 
     headers = {}
     if isinstance(exc, StateroomError):
-        _rollback()
+        if not exc.keep_changes:
+            _rollback()
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
     if isinstance(exc, exceptions.ValidationError):
         _rollback()

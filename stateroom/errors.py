@@ -10,6 +10,10 @@ from typing import Any
 class StateroomError(Exception):
     status = 400
     code = "bad_request"
+    # True for refusals that record a fact on the way (e.g. an attach that
+    # finds the lease passed expires the session): the request's transaction
+    # commits that fact instead of rolling back.
+    keep_changes = False
 
     def __init__(
         self, message: str = "", *, code: str | None = None, details: dict[str, Any] | None = None
