@@ -1,0 +1,99 @@
+"""Browser fixtures: headless Chromium through Playwright's sync API.
+
+Fixtures (keep the names stable, other test modules use them):
+- `browser`: session-scoped Chromium (skips locally / fails in CI without it).
+- `page`: a fresh browser context and page per test (1280x800), closed after.
+- `new_page`: factory for more pages, each in its own context (a second person).
+- `console_login(page, live_server, username)`: logs in through the login form
+  with the test password of `tests.conftest.make_user`, and waits for the
+  redirect away from /login/.
+- `live_server` comes from pytest-django (it makes the test transactional).
+
+Every module here is marked `browser`.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import PASSWORD, require_infrastructure
+
+# Playwright's sync API runs an event loop in this thread; Django refuses ORM
+# calls while one runs unless told this is fine (tests only, see PITFALLS).
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "/tests/browser/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+def _chromium_path() -> str | None:
+    return os.environ.get("STATEROOM_CHROMIUM") or shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def _playwright():
+    executable = _chromium_path()
+    if not executable:
+        require_infrastructure(False, "needs Chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser(_playwright):
+    browser = _playwright.chromium.launch(
+        executable_path=_chromium_path(), headless=True, args=CHROMIUM_ARGS
+    )
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """Open pages in separate contexts (separate cookies: separate people)."""
+    contexts = []
+
+    def make():
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_page):
+    return new_page()
+
+
+@pytest.fixture
+def console_login():
+    def login(page, live_server, username: str, password: str = PASSWORD):
+        page.goto(f"{live_server.url}/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/login/" not in url)
+        return page
+
+    return login
