@@ -1,7 +1,7 @@
 """Runtime API v1 routes: each app contributes its `api_urls`."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 
 APPS = ("tenancy_app", "sessions_app", "runs_app", "tasks_app", "approvals_app", "effects_app")
@@ -14,7 +14,7 @@ urlpatterns = [
     ),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(
+        SpectacularSwaggerSplitView.as_view(
             url_name="api-schema", authentication_classes=[], permission_classes=[AllowAny]
         ),
         name="api-docs",
