@@ -75,7 +75,13 @@ class SessionAttachment(TenantOwned):
             ),
         ]
         indexes = [
-            models.Index(fields=["tenant", "session", "attached_at"], name="attach_session_idx")
+            models.Index(fields=["tenant", "session", "attached_at"], name="attach_session_idx"),
+            # "Is this run mounted on some other session?" (run ownership on attach).
+            models.Index(
+                fields=["tenant", "run_id"],
+                condition=models.Q(detached_at__isnull=True),
+                name="attach_open_run_idx",
+            ),
         ]
 
     def __str__(self) -> str:
