@@ -224,6 +224,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a `status` field: name each enum after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "tasks_app.models.TaskStatus",
+        "EffectStatusEnum": "effects_app.models.EffectStatus",
+    },
 }
 
 # --- Celery -----------------------------------------------------------------
