@@ -1,0 +1,121 @@
+"""DurableTaskState of seed 000, and the rule that durable state is domain data only.
+
+What survives a process must be plain JSON: versionable domain facts and
+resource identifiers. Sockets, locks, file handles, coroutines, threads and
+clients cannot be carried to another process or version; they are re-created
+on resume, so storing them is refused (`not_serializable`) rather than pickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from stateroom.errors import Unprocessable
+
+# Deeper than this is almost surely a cycle (a list holding itself) or a runaway structure.
+MAX_DEPTH = 64
+
+
+def _type_name(value: Any) -> str:
+    klass = type(value)
+    module = klass.__module__
+    return klass.__qualname__ if module == "builtins" else f"{module}.{klass.__qualname__}"
+
+
+def _refuse(path: str, value: Any, why: str) -> Unprocessable:
+    return Unprocessable(
+        f"{path} is {why}: durable state holds only JSON domain data and resource "
+        "identifiers; re-create connections, clients, locks and tasks on resume.",
+        code="not_serializable",
+        details={"path": path, "type": _type_name(value)},
+    )
+
+
+def ensure_domain_data(value: Any, path: str = "state", _depth: int = 0) -> None:
+    """Raise 422 `not_serializable` naming the first value that is not plain JSON.
+
+    Only dict (with str keys), list, str, int, float (finite), bool and None
+    pass; everything else, including tuples, sets and bytes, is refused, so
+    what is stored reads back exactly as it was written.
+    """
+    if _depth > MAX_DEPTH:
+        raise _refuse(path, value, f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _refuse(path, value, "not a finite number")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _refuse(f"{path}[{key!r}]", key, f"keyed by a {_type_name(key)}")
+            ensure_domain_data(item, f"{path}.{key}", _depth + 1)
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            ensure_domain_data(item, f"{path}[{index}]", _depth + 1)
+        return
+    raise _refuse(path, value, f"a {_type_name(value)}, not JSON data")
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value (sorted keys, no spaces): what digests and sizes are taken of."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+@dataclass
+class DurableTaskState:
+    """The facts a long task needs to continue in another process (seed 000)."""
+
+    task_id: str
+    objective: str
+    constraints: list[str] = field(default_factory=list)
+    plan_version: str | None = None
+    completed_nodes: set[str] = field(default_factory=set)
+    pending_nodes: set[str] = field(default_factory=set)
+    pending_approvals: list[str] = field(default_factory=list)
+    artifact_refs: list[str] = field(default_factory=list)
+    external_effect_records: list[str] = field(default_factory=list)
+    latest_checkpoint_id: str | None = None
+    schema_version: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON; sets become sorted lists so equal states serialize equally."""
+        return {
+            "task_id": self.task_id,
+            "objective": self.objective,
+            "constraints": list(self.constraints),
+            "plan_version": self.plan_version,
+            "completed_nodes": sorted(self.completed_nodes),
+            "pending_nodes": sorted(self.pending_nodes),
+            "pending_approvals": list(self.pending_approvals),
+            "artifact_refs": list(self.artifact_refs),
+            "external_effect_records": list(self.external_effect_records),
+            "latest_checkpoint_id": self.latest_checkpoint_id,
+            "schema_version": self.schema_version,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DurableTaskState:
+        return cls(
+            task_id=data["task_id"],
+            objective=data["objective"],
+            constraints=list(data.get("constraints") or []),
+            plan_version=data.get("plan_version"),
+            completed_nodes=set(data.get("completed_nodes") or []),
+            pending_nodes=set(data.get("pending_nodes") or []),
+            pending_approvals=list(data.get("pending_approvals") or []),
+            artifact_refs=list(data.get("artifact_refs") or []),
+            external_effect_records=list(data.get("external_effect_records") or []),
+            latest_checkpoint_id=data.get("latest_checkpoint_id"),
+            schema_version=int(data.get("schema_version") or 1),
+        )

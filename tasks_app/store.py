@@ -1,0 +1,274 @@
+"""TaskStateStore: durable task state saved with a version check, and append-only checkpoints.
+
+Runtime writes (create, save, append_checkpoint) are the hot path and are not
+audited; the version counter and the numbered checkpoints are their history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
+
+from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.ids import is_valid_public_id, new_public_id
+from tenancy_app.base_store import BaseStore
+
+from .models import TERMINAL_TASK_STATUSES, Task, TaskCheckpoint, TaskStatus
+from .state import DurableTaskState, canonical_json, ensure_domain_data
+
+__all__ = ["DurableTaskState", "TaskStateStore"]
+
+# Non-terminal statuses move freely between each other and to any terminal one;
+# a terminal task is never written again.
+TASK_TRANSITIONS: dict[str, frozenset[str]] = {
+    TaskStatus.ACTIVE: frozenset(TaskStatus.values),
+    TaskStatus.WAITING: frozenset(TaskStatus.values),
+    TaskStatus.COMPLETED: frozenset(),
+    TaskStatus.FAILED: frozenset(),
+    TaskStatus.CANCELLED: frozenset(),
+}
+
+NODE_SET_FIELDS = ("completed_nodes", "pending_nodes")
+LIST_FIELDS = ("pending_approvals", "artifact_refs", "external_effect_records")
+SAVE_FIELDS = frozenset({"plan_version", "status", *NODE_SET_FIELDS, *LIST_FIELDS})
+PLAN_VERSION_MAX = Task._meta.get_field("plan_version").max_length
+NODE_ID_MAX = TaskCheckpoint._meta.get_field("node_id").max_length
+
+
+def _invalid(field: str, message: str) -> Unprocessable:
+    return Unprocessable(f"{field}: {message}", details={field: [message]})
+
+
+def _string_list(field: str, value: Any, *, allow_set: bool = False) -> list[str]:
+    """A list of strings; node fields may also be given as the seed's `set[str]`."""
+    accepted = list | tuple | set | frozenset if allow_set else list | tuple
+    if not isinstance(value, accepted):
+        ensure_domain_data(value, field)
+        raise _invalid(field, "must be a list of strings")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            ensure_domain_data(item, f"{field}[{index}]")
+            raise _invalid(field, "must be a list of strings")
+    return list(value)
+
+
+class TaskStateStore(BaseStore):
+    # --- reads ------------------------------------------------------------
+    def load(self, task_id: str) -> Task:
+        task = Task.objects.filter(tenant=self.tenant, task_id=task_id).first()
+        if task is None:
+            raise NotFound("No such task.", details={"task_id": task_id})
+        return task
+
+    def get(self, task_id: str) -> Task:
+        return self.load(task_id)
+
+    def list_tasks(self, *, status: str | None = None) -> QuerySet[Task]:
+        queryset = Task.objects.filter(tenant=self.tenant)
+        if status:
+            if status not in TaskStatus.values:
+                raise _invalid("status", f"must be one of {TaskStatus.values}")
+            queryset = queryset.filter(status=status)
+        return queryset
+
+    @staticmethod
+    def to_state(task: Task) -> DurableTaskState:
+        return DurableTaskState(
+            task_id=task.task_id,
+            objective=task.objective,
+            constraints=list(task.constraints),
+            plan_version=task.plan_version or None,
+            completed_nodes=set(task.completed_nodes),
+            pending_nodes=set(task.pending_nodes),
+            pending_approvals=list(task.pending_approvals),
+            artifact_refs=list(task.artifact_refs),
+            external_effect_records=list(task.external_effect_records),
+            latest_checkpoint_id=task.latest_checkpoint_id or None,
+            schema_version=task.schema_version,
+        )
+
+    def latest_checkpoint(self, task_id: str) -> TaskCheckpoint:
+        task = self.load(task_id)
+        checkpoint = (
+            TaskCheckpoint.objects.filter(tenant=self.tenant, task=task).order_by("-seq").first()
+        )
+        if checkpoint is None:
+            raise NotFound("This task has no checkpoint yet.", details={"task_id": task_id})
+        checkpoint.task = task
+        return checkpoint
+
+    def get_checkpoint(self, *, task_id: str, checkpoint_id: str) -> TaskCheckpoint:
+        task = self.load(task_id)
+        checkpoint = TaskCheckpoint.objects.filter(
+            tenant=self.tenant, task=task, checkpoint_id=checkpoint_id
+        ).first()
+        if checkpoint is None:
+            raise NotFound("No such checkpoint.", details={"checkpoint_id": checkpoint_id})
+        checkpoint.task = task
+        return checkpoint
+
+    def list_checkpoints(self, task_id: str) -> QuerySet[TaskCheckpoint]:
+        task = self.load(task_id)
+        return TaskCheckpoint.objects.filter(tenant=self.tenant, task=task).select_related("task")
+
+    # --- writes -----------------------------------------------------------
+    def create(
+        self, *, task_id: str | None = None, objective: str, constraints: list[str] | None = None
+    ) -> Task:
+        if task_id is not None and not is_valid_public_id(task_id):
+            raise _invalid("task_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+        if not isinstance(objective, str) or not objective.strip():
+            raise _invalid("objective", "required")
+        constraints = _string_list("constraints", constraints or [])
+        now = self.now()
+        task = Task(
+            tenant=self.tenant,
+            task_id=task_id or new_public_id("task"),
+            objective=objective,
+            constraints=constraints,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            with transaction.atomic():
+                task.save(force_insert=True)
+        except IntegrityError as exc:
+            raise Conflict(
+                "A task with this id already exists.",
+                code="task_exists",
+                details={"task_id": task.task_id},
+            ) from exc
+        return task
+
+    def save(self, *, task_id: str, expected_version: int, **fields: Any) -> Task:
+        """Write state fields if the task is still at `expected_version`; version += 1."""
+        with transaction.atomic():
+            task = self.load(task_id)
+            changes = self._validate_fields(fields)
+            if task.version != expected_version:
+                raise self._version_conflict(task.version, expected_version)
+            new_status = changes.get("status", task.status)
+            if new_status not in TASK_TRANSITIONS[task.status]:
+                raise Conflict(
+                    f"A task cannot go from {task.status} to {new_status}.",
+                    code="invalid_transition",
+                    details={"status": task.status, "requested": new_status},
+                )
+            changes["updated_at"] = self.now()
+            changes["version"] = expected_version + 1
+            # The version in the filter is the claim: a writer that read the same
+            # version and got here first leaves 0 rows for us.
+            won = Task.objects.filter(
+                tenant=self.tenant, pk=task.pk, version=expected_version
+            ).update(**changes)
+            if not won:
+                current = (
+                    Task.objects.filter(tenant=self.tenant, pk=task.pk)
+                    .values_list("version", flat=True)
+                    .get()
+                )
+                raise self._version_conflict(current, expected_version)
+            for name, value in changes.items():
+                setattr(task, name, value)
+        return task
+
+    def append_checkpoint(
+        self, *, task_id: str, schema_version: int, state: dict, node_id: str = ""
+    ) -> TaskCheckpoint:
+        with transaction.atomic():
+            task = self.load(task_id)
+            if isinstance(schema_version, bool) or not isinstance(schema_version, int):
+                raise _invalid("schema_version", "must be an integer")
+            if schema_version < 1:
+                raise _invalid("schema_version", "must be at least 1")
+            ensure_domain_data(state, "state")
+            if not isinstance(state, dict):
+                raise _invalid("state", "must be a JSON object")
+            if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
+                raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
+            if task.status in TERMINAL_TASK_STATUSES:
+                raise Conflict(
+                    f"The task is {task.status}; it takes no more checkpoints.",
+                    code="invalid_transition",
+                    details={"status": task.status},
+                )
+            checkpoint_id = new_public_id("ckpt")
+            now = self.now()
+            seq = self._next_checkpoint_seq(task, checkpoint_id, schema_version, now)
+            checkpoint = TaskCheckpoint.objects.create(
+                tenant=self.tenant,
+                task=task,
+                checkpoint_id=checkpoint_id,
+                seq=seq,
+                schema_version=schema_version,
+                node_id=node_id,
+                state=state,
+                size_bytes=len(canonical_json(state).encode()),
+                created_at=now,
+            )
+            task.last_checkpoint_seq = seq
+            task.latest_checkpoint_id = checkpoint_id
+            task.schema_version = schema_version
+            task.updated_at = now
+        return checkpoint
+
+    # --- helpers ------------------------------------------------------------
+    def _next_checkpoint_seq(self, task: Task, checkpoint_id: str, schema_version: int, now) -> int:
+        """Allocate the next seq in this transaction with one UPDATE ... RETURNING.
+
+        The row lock it takes orders concurrent appends to one task, so seqs are
+        gap-free and follow commit order. The task's `version` is not bumped: it
+        counts state saves, and a checkpoint does not change those fields.
+        """
+        table = connection.ops.quote_name(Task._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET last_checkpoint_seq = last_checkpoint_seq + 1, "
+                "latest_checkpoint_id = %s, schema_version = %s, updated_at = %s "
+                "WHERE id = %s AND tenant_id = %s RETURNING last_checkpoint_seq",
+                [checkpoint_id, schema_version, now, task.pk, self.tenant.pk],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise NotFound("No such task.", details={"task_id": task.task_id})
+        return row[0]
+
+    @staticmethod
+    def _version_conflict(current: int, expected: int) -> Conflict:
+        return Conflict(
+            f"The task is at version {current}, not {expected}.",
+            code="version_conflict",
+            details={"current_version": current, "expected_version": expected},
+        )
+
+    @staticmethod
+    def _validate_fields(fields: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(fields) - SAVE_FIELDS)
+        if unknown:
+            raise Unprocessable(
+                "Unknown task state fields: " + ", ".join(unknown),
+                details={name: ["unknown field"] for name in unknown},
+            )
+        changes: dict[str, Any] = {}
+        for name in NODE_SET_FIELDS:
+            if name in fields:
+                changes[name] = sorted(set(_string_list(name, fields[name], allow_set=True)))
+        for name in LIST_FIELDS:
+            if name in fields:
+                changes[name] = _string_list(name, fields[name])
+        if "plan_version" in fields:
+            plan_version = fields["plan_version"]
+            if plan_version is not None and not isinstance(plan_version, str):
+                ensure_domain_data(plan_version, "plan_version")
+                raise _invalid("plan_version", "must be a string or null")
+            if plan_version is not None and len(plan_version) > PLAN_VERSION_MAX:
+                raise _invalid("plan_version", f"at most {PLAN_VERSION_MAX} characters")
+            changes["plan_version"] = plan_version or ""
+        if "status" in fields:
+            if fields["status"] not in TaskStatus.values:
+                ensure_domain_data(fields["status"], "status")
+                raise _invalid("status", f"must be one of {TaskStatus.values}")
+            changes["status"] = fields["status"]
+        return changes
