@@ -1,0 +1,315 @@
+"""EffectStore: the external-effect ledger (Stripe / IETF Idempotency-Key style).
+
+A runtime records an effect under an idempotency key BEFORE it calls the
+outside world and commits or fails it afterwards. Recording the same key again
+returns the existing record, so a resumed run asks "did this already happen?"
+instead of repeating it. An effect whose outcome was lost in a crash is
+`unknown` and is settled by a person, never blindly retried.
+
+record/commit/fail are runtime hot-path writes and are not audited; marking an
+effect unknown and settling it are audited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from approvals_app.models import ApprovalRequest
+from runs_app.models import Run
+from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
+from stateroom.ids import new_public_id
+from tasks_app.state import canonical_json, digest, ensure_domain_data
+from tenancy_app.base_store import BaseStore
+
+from .models import EffectStatus, ExternalEffect
+
+KEY_MAX = ExternalEffect._meta.get_field("idempotency_key").max_length
+TOOL_MAX = ExternalEffect._meta.get_field("tool_name").max_length
+NODE_MAX = ExternalEffect._meta.get_field("node_id").max_length
+SETTLE_OUTCOMES = (EffectStatus.COMMITTED, EffectStatus.FAILED)
+
+
+def request_digest(tool_name: str, request: dict) -> str:
+    """What "the same request" means: sha256 of the canonical JSON of tool name and request."""
+    return digest({"tool_name": tool_name, "request": request})
+
+
+def _invalid(field: str, message: str) -> Unprocessable:
+    return Unprocessable(f"{field}: {message}", details={field: [message]})
+
+
+def _text(field: str, value: Any, max_length: int, *, required: bool = True) -> str:
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise _invalid(field, "required" if required else "must be a string")
+    if len(value) > max_length:
+        raise _invalid(field, f"at most {max_length} characters")
+    return value
+
+
+def _json_object(field: str, value: Any) -> dict:
+    ensure_domain_data(value, field)
+    if not isinstance(value, dict):
+        raise _invalid(field, "must be a JSON object")
+    return value
+
+
+def _invalid_transition(effect: ExternalEffect, requested: str) -> Conflict:
+    return Conflict(
+        f"An effect that is {effect.status} cannot become {requested}.",
+        code="invalid_transition",
+        details={"effect_id": effect.effect_id, "status": effect.status, "requested": requested},
+    )
+
+
+class EffectStore(BaseStore):
+    # --- reads ------------------------------------------------------------
+    def get_run(self, run_id: str) -> Run:
+        run = Run.objects.filter(tenant=self.tenant, run_id=run_id).first()
+        if run is None:
+            raise NotFound("No such run.", details={"run_id": run_id})
+        return run
+
+    def get(self, effect_id: str) -> ExternalEffect:
+        effect = (
+            ExternalEffect.objects.filter(tenant=self.tenant, effect_id=effect_id)
+            .select_related("run", "approval")
+            .first()
+        )
+        if effect is None:
+            raise NotFound("No such effect.", details={"effect_id": effect_id})
+        return effect
+
+    def find(self, idempotency_key: str) -> ExternalEffect | None:
+        return (
+            ExternalEffect.objects.filter(tenant=self.tenant, idempotency_key=idempotency_key)
+            .select_related("run", "approval")
+            .first()
+        )
+
+    def list_effects(
+        self,
+        *,
+        run_id: str | None = None,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+    ) -> QuerySet[ExternalEffect]:
+        queryset = ExternalEffect.objects.filter(tenant=self.tenant).select_related(
+            "run", "approval"
+        )
+        if run_id is not None:
+            queryset = queryset.filter(run=self.get_run(run_id))
+        if idempotency_key is not None:
+            queryset = queryset.filter(idempotency_key=idempotency_key)
+        if status:
+            if status not in EffectStatus.values:
+                raise _invalid("status", f"must be one of {EffectStatus.values}")
+            queryset = queryset.filter(status=status)
+        return queryset
+
+    def resume_preview(self, *, run_id: str) -> dict[str, list[ExternalEffect]]:
+        """What a resume of this run must do with each effect it recorded.
+
+        committed: skip (it happened; use its result). failed: may be re-run.
+        unknown or started: the outcome is not known; a person settles it first.
+        """
+        preview: dict[str, list[ExternalEffect]] = {"skip": [], "rerun": [], "settle": []}
+        bucket = {
+            EffectStatus.COMMITTED: "skip",
+            EffectStatus.FAILED: "rerun",
+            EffectStatus.UNKNOWN: "settle",
+            EffectStatus.STARTED: "settle",
+        }
+        for effect in self.list_effects(run_id=run_id).order_by("id"):
+            preview[bucket[effect.status]].append(effect)
+        return preview
+
+    # --- writes -----------------------------------------------------------
+    def record(
+        self,
+        *,
+        run_id: str,
+        idempotency_key: str,
+        tool_name: str,
+        request: dict,
+        node_id: str = "",
+        approval_id: str | None = None,
+    ) -> tuple[ExternalEffect, bool]:
+        """Record an effect about to happen, or return the one already under this key.
+
+        Returns `(effect, created)`. The key is unique per tenant across runs, so
+        a later run resuming the same task finds what an earlier run did.
+        """
+        with transaction.atomic():
+            run = self.get_run(run_id)
+            idempotency_key = _text("idempotency_key", idempotency_key, KEY_MAX)
+            tool_name = _text("tool_name", tool_name, TOOL_MAX)
+            request = _json_object("request", request)
+            node_id = _text("node_id", node_id, NODE_MAX, required=False)
+            approval = None
+            if approval_id is not None:
+                approval = ApprovalRequest.objects.filter(
+                    tenant=self.tenant, approval_id=approval_id
+                ).first()
+                if approval is None:
+                    raise NotFound("No such approval.", details={"approval_id": approval_id})
+                if approval.run_id != run.pk:
+                    raise _invalid("approval_id", "belongs to another run")
+            wanted = request_digest(tool_name, request)
+
+            existing = self.find(idempotency_key)
+            if existing is not None:
+                return self._same_request(existing, wanted), False
+            now = self.now()
+            effect = ExternalEffect(
+                tenant=self.tenant,
+                effect_id=new_public_id("eff"),
+                run=run,
+                approval=approval,
+                node_id=node_id,
+                idempotency_key=idempotency_key,
+                tool_name=tool_name,
+                request=request,
+                request_digest=wanted,
+                status=EffectStatus.STARTED,
+                created_at=now,
+                updated_at=now,
+            )
+            try:
+                # A concurrent caller with the same key blocks on the unique index
+                # until its transaction ends; if it committed we get IntegrityError,
+                # roll back only this savepoint, and return its record.
+                with transaction.atomic():
+                    effect.save(force_insert=True)
+            except IntegrityError:
+                existing = self.find(idempotency_key)
+                if existing is None:
+                    raise
+                return self._same_request(existing, wanted), False
+        return effect, True
+
+    def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
+        with transaction.atomic():
+            effect = self._lock(effect_id)
+            result = _json_object("result", result)
+            if effect.status == EffectStatus.COMMITTED:
+                # A retried commit is a no-op; a different outcome is a conflict.
+                # A redacted record cannot be compared and is taken as the retry.
+                if effect.redacted_at is None and canonical_json(effect.result) != canonical_json(
+                    result
+                ):
+                    raise Conflict(
+                        "This effect is already committed with a different result.",
+                        code="effect_conflict",
+                        details={"effect_id": effect.effect_id, "status": effect.status},
+                    )
+                return effect
+            if effect.status != EffectStatus.STARTED:
+                raise _invalid_transition(effect, EffectStatus.COMMITTED)
+            effect.status = EffectStatus.COMMITTED
+            effect.result = result
+            effect.updated_at = self.now()
+            effect.save(update_fields=["status", "result", "updated_at"])
+        return effect
+
+    def fail(self, *, effect_id: str, error: dict) -> ExternalEffect:
+        with transaction.atomic():
+            effect = self._lock(effect_id)
+            error = _json_object("error", error)
+            if not isinstance(error.get("message"), str) or not error["message"].strip():
+                raise Unprocessable(
+                    "error.message: required", details={"error": {"message": ["required"]}}
+                )
+            if effect.status == EffectStatus.FAILED:
+                if effect.redacted_at is None and canonical_json(effect.error) != canonical_json(
+                    error
+                ):
+                    raise Conflict(
+                        "This effect has already failed with a different error.",
+                        code="effect_conflict",
+                        details={"effect_id": effect.effect_id, "status": effect.status},
+                    )
+                return effect
+            if effect.status != EffectStatus.STARTED:
+                raise _invalid_transition(effect, EffectStatus.FAILED)
+            effect.status = EffectStatus.FAILED
+            effect.error = error
+            effect.updated_at = self.now()
+            effect.save(update_fields=["status", "error", "updated_at"])
+        return effect
+
+    def mark_unknown(self, *, effect_id: str, reason: str = "") -> ExternalEffect:
+        """A started effect whose outcome was lost (the caller crashed mid-call)."""
+        with transaction.atomic():
+            effect = self._lock(effect_id)
+            if effect.status == EffectStatus.UNKNOWN:
+                return effect
+            if effect.status != EffectStatus.STARTED:
+                raise _invalid_transition(effect, EffectStatus.UNKNOWN)
+            effect.status = EffectStatus.UNKNOWN
+            effect.updated_at = self.now()
+            effect.save(update_fields=["status", "updated_at"])
+            self.audit(
+                "effect.marked_unknown",
+                target_type="effect",
+                target_id=effect.effect_id,
+                before={"status": EffectStatus.STARTED},
+                after={"status": EffectStatus.UNKNOWN},
+                reason=reason,
+            )
+        return effect
+
+    def settle(self, *, effect_id: str, outcome: str, reason: str) -> ExternalEffect:
+        """A person states what really happened to an effect whose outcome is not known."""
+        with transaction.atomic():
+            effect = self._lock(effect_id)
+            if not self.actor.is_person:
+                raise Forbidden("Only a person settles an effect.", code="person_required")
+            if outcome not in SETTLE_OUTCOMES:
+                raise _invalid("outcome", f"must be one of {list(SETTLE_OUTCOMES)}")
+            if not isinstance(reason, str) or not reason.strip():
+                raise _invalid("reason", "required")
+            if effect.status not in (EffectStatus.UNKNOWN, EffectStatus.STARTED):
+                raise _invalid_transition(effect, outcome)
+            before = effect.status
+            effect.status = outcome
+            effect.settled_by = self.actor.label
+            effect.settle_reason = reason.strip()
+            effect.updated_at = self.now()
+            effect.save(update_fields=["status", "settled_by", "settle_reason", "updated_at"])
+            self.audit(
+                "effect.settled",
+                target_type="effect",
+                target_id=effect.effect_id,
+                before={"status": before},
+                after={"status": outcome},
+                reason=effect.settle_reason,
+            )
+        return effect
+
+    # --- helpers ------------------------------------------------------------
+    def _lock(self, effect_id: str) -> ExternalEffect:
+        effect = (
+            ExternalEffect.objects.select_related("run")
+            .select_for_update(of=("self",))
+            .filter(tenant=self.tenant, effect_id=effect_id)
+            .first()
+        )
+        if effect is None:
+            raise NotFound("No such effect.", details={"effect_id": effect_id})
+        return effect
+
+    @staticmethod
+    def _same_request(existing: ExternalEffect, wanted: str) -> ExternalEffect:
+        if existing.request_digest != wanted:
+            raise Unprocessable(
+                "This idempotency key was used for a different request.",
+                code="idempotency_key_reused",
+                details={
+                    "idempotency_key": existing.idempotency_key,
+                    "effect_id": existing.effect_id,
+                },
+            )
+        return existing
