@@ -1,0 +1,230 @@
+"""Runtime API for durable task state (API.md "Tasks").
+
+Each view looks the task up first (an unknown or other tenant's id is 404
+whatever the body), then validates the body, then makes one store call.
+"""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from audit_app.actor import Actor
+from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
+from stateroom.ids import PUBLIC_ID_RE
+
+from .models import Task, TaskCheckpoint, TaskStatus
+from .store import TaskStateStore
+
+PUBLIC_ID_HELP = "1-128 characters of [A-Za-z0-9._:-]; generated when omitted"
+
+
+def _store(request) -> TaskStateStore:
+    return TaskStateStore(request.tenant, Actor.from_request(request))
+
+
+def _strings(**kw) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=200, trim_whitespace=False), **kw
+    )
+
+
+# --- serializers ------------------------------------------------------------
+class TaskCreateIn(serializers.Serializer):
+    task_id = serializers.RegexField(
+        PUBLIC_ID_RE, max_length=128, required=False, help_text=PUBLIC_ID_HELP
+    )
+    objective = serializers.CharField()
+    constraints = _strings(required=False)
+
+
+class TaskStateIn(serializers.Serializer):
+    expected_version = serializers.IntegerField(
+        help_text="The version the caller read; 409 version_conflict if the task moved on"
+    )
+    plan_version = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True
+    )
+    completed_nodes = _strings(required=False, help_text="A set: stored sorted, once each")
+    pending_nodes = _strings(required=False, help_text="A set: stored sorted, once each")
+    pending_approvals = _strings(required=False)
+    artifact_refs = _strings(required=False)
+    external_effect_records = _strings(required=False)
+    status = serializers.ChoiceField(choices=TaskStatus.choices, required=False)
+
+    def validate(self, attrs):
+        # A misspelt field would otherwise be dropped silently from a durable write.
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return attrs
+
+
+class TaskOut(serializers.Serializer):
+    task_id = serializers.CharField()
+    objective = serializers.CharField()
+    constraints = serializers.ListField(child=serializers.CharField())
+    plan_version = serializers.CharField(allow_null=True)
+    completed_nodes = serializers.ListField(child=serializers.CharField())
+    pending_nodes = serializers.ListField(child=serializers.CharField())
+    pending_approvals = serializers.ListField(child=serializers.CharField())
+    artifact_refs = serializers.ListField(child=serializers.CharField())
+    external_effect_records = serializers.ListField(child=serializers.CharField())
+    latest_checkpoint_id = serializers.CharField(allow_null=True)
+    schema_version = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=TaskStatus.choices)
+    version = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class CheckpointIn(serializers.Serializer):
+    schema_version = serializers.IntegerField(min_value=1)
+    state = serializers.DictField(help_text="JSON domain data and resource identifiers only")
+    node_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class CheckpointCreatedOut(serializers.Serializer):
+    checkpoint_id = serializers.CharField()
+    seq = serializers.IntegerField()
+
+
+class CheckpointOut(serializers.Serializer):
+    checkpoint_id = serializers.CharField()
+    task_id = serializers.CharField()
+    seq = serializers.IntegerField()
+    schema_version = serializers.IntegerField()
+    node_id = serializers.CharField()
+    state = serializers.DictField(allow_null=True, help_text="null once the body was deleted")
+    size_bytes = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    body_deleted_at = serializers.DateTimeField(allow_null=True)
+
+
+def task_data(task: Task) -> dict:
+    state = TaskStateStore.to_state(task).to_json()
+    return TaskOut(
+        {
+            **state,
+            "status": task.status,
+            "version": task.version,
+            "created_at": task.created_at,
+            "updated_at": task.updated_at,
+        }
+    ).data
+
+
+def checkpoint_data(checkpoint: TaskCheckpoint) -> dict:
+    return CheckpointOut(
+        {
+            "checkpoint_id": checkpoint.checkpoint_id,
+            "task_id": checkpoint.task.task_id,
+            "seq": checkpoint.seq,
+            "schema_version": checkpoint.schema_version,
+            "node_id": checkpoint.node_id,
+            "state": None if checkpoint.body_deleted_at else checkpoint.state,
+            "size_bytes": checkpoint.size_bytes,
+            "created_at": checkpoint.created_at,
+            "body_deleted_at": checkpoint.body_deleted_at,
+        }
+    ).data
+
+
+# --- views --------------------------------------------------------------------
+@extend_schema(
+    operation_id="tasks_create",
+    summary="Create a durable task",
+    request=TaskCreateIn,
+    responses={
+        201: TaskOut,
+        **{status: response for status, response in ERRORS_WRITE.items() if status != 404},
+        409: error("task_exists: a task with this id already exists"),
+    },
+)
+@api_view(["POST"])
+def task_create(request):
+    body = TaskCreateIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    task = _store(request).create(**body.validated_data)
+    return Response(task_data(task), status=201)
+
+
+@extend_schema(
+    operation_id="tasks_retrieve",
+    summary="The DurableTaskState of a task, with status and version",
+    responses={200: TaskOut, **ERRORS_READ},
+)
+@api_view(["GET"])
+def task_detail(request, task_id: str):
+    return Response(task_data(_store(request).load(task_id)))
+
+
+@extend_schema(
+    operation_id="tasks_state_update",
+    summary="Save task state if still at expected_version (version + 1)",
+    request=TaskStateIn,
+    responses={
+        200: TaskOut,
+        **ERRORS_STATEFUL,
+        409: error(
+            "version_conflict (details.current_version), or invalid_transition "
+            "(status change not allowed, or the task is terminal)"
+        ),
+        422: error("Field validation failed, or not_serializable; details lists the fields"),
+    },
+)
+@api_view(["PUT"])
+def task_state(request, task_id: str):
+    store = _store(request)
+    store.load(task_id)
+    body = TaskStateIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    fields = dict(body.validated_data)
+    task = store.save(task_id=task_id, expected_version=fields.pop("expected_version"), **fields)
+    return Response(task_data(task))
+
+
+@extend_schema(
+    operation_id="tasks_checkpoints_create",
+    summary="Append a numbered checkpoint; it becomes the task's latest_checkpoint_id",
+    request=CheckpointIn,
+    responses={
+        201: CheckpointCreatedOut,
+        **ERRORS_STATEFUL,
+        409: error("invalid_transition: the task is terminal"),
+        422: error("Field validation failed, or not_serializable; details lists the fields"),
+    },
+)
+@api_view(["POST"])
+def checkpoint_create(request, task_id: str):
+    store = _store(request)
+    store.load(task_id)
+    body = CheckpointIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    checkpoint = store.append_checkpoint(task_id=task_id, **body.validated_data)
+    return Response(CheckpointCreatedOut(checkpoint).data, status=201)
+
+
+@extend_schema(
+    operation_id="tasks_checkpoints_latest",
+    summary="The task's latest checkpoint",
+    responses={
+        200: CheckpointOut,
+        **ERRORS_READ,
+        404: error("Unknown task, another tenant's task, or the task has no checkpoint yet"),
+    },
+)
+@api_view(["GET"])
+def checkpoint_latest(request, task_id: str):
+    return Response(checkpoint_data(_store(request).latest_checkpoint(task_id)))
+
+
+@extend_schema(
+    operation_id="tasks_checkpoints_retrieve",
+    summary="One checkpoint of a task",
+    responses={200: CheckpointOut, **ERRORS_READ},
+)
+@api_view(["GET"])
+def checkpoint_detail(request, task_id: str, checkpoint_id: str):
+    checkpoint = _store(request).get_checkpoint(task_id=task_id, checkpoint_id=checkpoint_id)
+    return Response(checkpoint_data(checkpoint))
