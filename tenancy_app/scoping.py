@@ -39,7 +39,9 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
                 previous = cursor.fetchone()[0]
             cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)])
         yield
-        if nested and previous != str(tenant_id):
+        # After a failure marked for rollback (an API error), the savepoint's
+        # rollback restores the setting itself; no query may run before it.
+        if nested and previous != str(tenant_id) and not connection.needs_rollback:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, previous or ""])
 
