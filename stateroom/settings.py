@@ -228,6 +228,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "tasks_app.models.TaskStatus",
         "EffectStatusEnum": "effects_app.models.EffectStatus",
+        "SessionStatusEnum": "sessions_app.models.SessionStatus",
     },
 }
 
