@@ -1,5 +1,15 @@
-"""Runtime API routes of sessions_app, mounted under /api/v1/."""
+"""Runtime API routes of sessions_app, mounted under /api/v1/ (no trailing slashes)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+urlpatterns = [
+    path("sessions", api.sessions, name="api-sessions"),
+    path("sessions/<str:session_id>", api.session_detail, name="api-session"),
+    path("sessions/<str:session_id>/attach", api.attach, name="api-session-attach"),
+    path("sessions/<str:session_id>/detach", api.detach, name="api-session-detach"),
+    path("sessions/<str:session_id>/heartbeat", api.heartbeat, name="api-session-heartbeat"),
+    path("sessions/<str:session_id>/close", api.close, name="api-session-close"),
+    path("sessions/<str:session_id>/items", api.items, name="api-session-items"),
+]

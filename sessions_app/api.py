@@ -1,0 +1,274 @@
+"""Runtime API for sessions and their items (API.md "Sessions").
+
+Thin views: input serializer -> one `SessionStore` call -> output. An unknown
+or another tenant's session id is 404 whatever the body or query: when the
+input is invalid, the session is looked up before the 400/422 is reported;
+when it is valid, the store's own (locked) read answers 404, so the append hot
+path does not pay a separate lookup.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from audit_app.actor import Actor
+from stateroom.api import keyset_page, parse_int_param, parse_limit
+from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_WRITE, error
+from stateroom.errors import StateroomError
+
+from .models import Session, SessionStatus
+from .serializers import (
+    SessionAppendIn,
+    SessionAppendOut,
+    SessionAttachIn,
+    SessionCloseIn,
+    SessionCreateIn,
+    SessionDetachIn,
+    SessionFilterIn,
+    SessionHeartbeatIn,
+    SessionItemOut,
+    SessionItemPage,
+    SessionOut,
+    SessionPage,
+)
+from .store import SessionStore
+
+TAGS = ["sessions"]
+_SCOPE_MISMATCH = error("session_scope_mismatch: user_id is not the session's user")
+_TERMINAL = error("session_terminal: the session is closed or expired")
+
+
+def _store(request) -> SessionStore:
+    return SessionStore(request.tenant, Actor.from_request(request))
+
+
+def _out(store: SessionStore, session: Session) -> dict:
+    return SessionOut(session, context={"store": store}).data
+
+
+def _after_lookup(store: SessionStore, session_id: str, parse: Callable[[], Any]) -> Any:
+    """Run `parse`; if it refuses the input, an unknown session is still 404 first."""
+    try:
+        return parse()
+    except (exceptions.APIException, StateroomError):
+        store.get(session_id)
+        raise
+
+
+def _body(request, serializer_class, store: SessionStore, session_id: str) -> dict:
+    def parse() -> dict:
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    return _after_lookup(store, session_id, parse)
+
+
+@extend_schema(
+    methods=["GET"],
+    tags=TAGS,
+    operation_id="sessions_list",
+    summary="List sessions (keyset-paginated, newest first)",
+    parameters=[
+        OpenApiParameter("status", str, enum=SessionStatus.values, description="Only this status"),
+        OpenApiParameter("user_id", str, description="Only this user's sessions"),
+        OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)"),
+        OpenApiParameter("cursor", int, description="From the previous page's `next`"),
+    ],
+    responses={200: SessionPage, **ERRORS_LIST},
+)
+@extend_schema(
+    methods=["POST"],
+    tags=TAGS,
+    summary="Create a session (status active, revision 0)",
+    request=SessionCreateIn,
+    responses={
+        201: SessionOut,
+        **{code: response for code, response in ERRORS_WRITE.items() if code != 404},
+        409: error("session_exists: a session with this id exists"),
+    },
+)
+@api_view(["GET", "POST"])
+def sessions(request):
+    store = _store(request)
+    if request.method == "POST":
+        serializer = SessionCreateIn(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        session = store.create(**serializer.validated_data)
+        return Response(_out(store, session), status=201)
+    filters = SessionFilterIn(data=request.query_params)
+    filters.is_valid(raise_exception=True)
+    queryset = store.list_sessions(
+        status=filters.validated_data.get("status") or None,
+        user_id=filters.validated_data.get("user_id") or None,
+    )
+    return keyset_page(request, queryset, lambda session: _out(store, session))
+
+
+@extend_schema(
+    tags=TAGS,
+    summary="Get a session",
+    responses={200: SessionOut, **ERRORS_READ},
+)
+@api_view(["GET"])
+def session_detail(request, session_id: str):
+    store = _store(request)
+    return Response(_out(store, store.get(session_id)))
+
+
+@extend_schema(
+    tags=TAGS,
+    summary="Attach a run to the session (revision + 1, lease renewed)",
+    request=SessionAttachIn,
+    responses={
+        200: SessionOut,
+        **ERRORS_WRITE,
+        403: _SCOPE_MISMATCH,
+        409: error(
+            "revision_conflict (details.current_revision), session_not_attachable "
+            "(closed, expired or lease passed), session_busy (serial policy), "
+            "run_already_attached, run_not_attachable (the run belongs to another session)"
+        ),
+    },
+)
+@api_view(["POST"])
+def attach(request, session_id: str):
+    store = _store(request)
+    data = _body(request, SessionAttachIn, store, session_id)
+    return Response(_out(store, store.attach(session_id=session_id, **data)))
+
+
+@extend_schema(
+    tags=TAGS,
+    summary="Detach a run from the session (revision + 1; the session stays active)",
+    request=SessionDetachIn,
+    responses={
+        200: SessionOut,
+        **ERRORS_WRITE,
+        403: _SCOPE_MISMATCH,
+        409: error(
+            "revision_conflict (details.current_revision), run_not_attached, "
+            "session_terminal (closed, expired or lease passed)"
+        ),
+    },
+)
+@api_view(["POST"])
+def detach(request, session_id: str):
+    store = _store(request)
+    data = _body(request, SessionDetachIn, store, session_id)
+    return Response(_out(store, store.detach(session_id=session_id, **data)))
+
+
+@extend_schema(
+    tags=TAGS,
+    summary="Renew the session's lease",
+    request=SessionHeartbeatIn,
+    responses={200: SessionOut, **ERRORS_WRITE, 409: _TERMINAL},
+)
+@api_view(["POST"])
+def heartbeat(request, session_id: str):
+    store = _store(request)
+    data = _body(request, SessionHeartbeatIn, store, session_id)
+    session = store.heartbeat(session_id=session_id, lease_seconds=data.get("lease_seconds"))
+    return Response(_out(store, session))
+
+
+@extend_schema(
+    tags=TAGS,
+    summary="Close the session (audited; data stays readable)",
+    request=SessionCloseIn,
+    responses={200: SessionOut, **ERRORS_WRITE, 409: _TERMINAL},
+)
+@api_view(["POST"])
+def close(request, session_id: str):
+    store = _store(request)
+    data = _body(request, SessionCloseIn, store, session_id)
+    return Response(_out(store, store.close(session_id=session_id, reason=data["reason"])))
+
+
+@extend_schema(
+    methods=["GET"],
+    tags=TAGS,
+    operation_id="sessions_items_list",
+    summary="Session items in seq order",
+    parameters=[
+        OpenApiParameter("after_seq", int, description="Only items with a larger seq"),
+        OpenApiParameter(
+            "before_seq",
+            int,
+            description="The `limit` items just before this seq (the previous page)",
+        ),
+        OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)"),
+    ],
+    responses={
+        200: SessionItemPage,
+        **ERRORS_READ,
+        422: error("limit, after_seq or before_seq invalid"),
+    },
+)
+@extend_schema(
+    methods=["POST"],
+    tags=TAGS,
+    summary="Append items (gap-free seqs; idempotent with idempotency_key)",
+    request=SessionAppendIn,
+    responses={
+        201: SessionAppendOut,
+        200: OpenApiResponse(
+            SessionAppendOut, description="Same idempotency_key again: the original seqs"
+        ),
+        **ERRORS_WRITE,
+        409: error("session_terminal, run_not_attached, content_deleted"),
+        422: error(
+            "Field validation failed (details lists the fields), or "
+            "idempotency_key_reused with different items"
+        ),
+    },
+)
+@api_view(["GET", "POST"])
+def items(request, session_id: str):
+    store = _store(request)
+    if request.method == "POST":
+        data = _body(request, SessionAppendIn, store, session_id)
+        result = store.append_items(
+            session_id=session_id,
+            items=[dict(item) for item in data["items"]],
+            run_id=data["run_id"],
+            idempotency_key=data.get("idempotency_key"),
+        )
+        return Response(
+            {"first_seq": result.first_seq, "last_seq": result.last_seq},
+            status=201 if result.created else 200,
+        )
+
+    def parse() -> tuple[int, int | None, int | None]:
+        return (
+            parse_limit(request),
+            parse_int_param(request, "after_seq"),
+            parse_int_param(request, "before_seq"),
+        )
+
+    limit, after_seq, before_seq = _after_lookup(store, session_id, parse)
+    # Forward pages ask one item more to know whether a next page exists; a
+    # `before_seq` page ends right before that seq, so it has no next.
+    rows = store.get_items(
+        session_id=session_id,
+        limit=limit if before_seq is not None else limit + 1,
+        after_seq=after_seq,
+        before_seq=before_seq,
+    )
+    next_url = None
+    if before_seq is None and len(rows) > limit:
+        rows = rows[:limit]
+        params = request.query_params.copy()
+        params["after_seq"] = str(rows[-1].seq)
+        next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+    return Response(
+        {"results": SessionItemOut(rows, many=True).data, "next": next_url},
+    )
+
+
+__all__ = ["attach", "close", "detach", "heartbeat", "items", "session_detail", "sessions"]

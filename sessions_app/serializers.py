@@ -1,0 +1,158 @@
+"""Request and response shapes of the sessions API (API.md "Sessions").
+
+Input serializers only check types and ranges (422 with per-field details);
+every rule about state lives in `SessionStore`.
+"""
+
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field, inline_serializer
+from rest_framework import serializers
+
+from stateroom.ids import PUBLIC_ID_RE
+
+from .models import SessionStatus
+from .store import (
+    DEFAULT_LEASE_SECONDS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_ITEM_TYPE_LENGTH,
+    MAX_ITEMS_PER_APPEND,
+    MAX_LEASE_SECONDS,
+    MAX_ROLE_LENGTH,
+    MAX_USER_ID_LENGTH,
+)
+
+
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of turning them into text,
+    and keeps whitespace as sent (ids and keys are compared exactly)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class PublicIdField(StrictCharField):
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 128)
+        kwargs.setdefault(
+            "help_text", "1-128 characters of A-Z a-z 0-9 . _ : - (unique per tenant)"
+        )
+        super().__init__(**kwargs)
+        self.validators.append(
+            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        )
+
+
+def lease_seconds_field(**kwargs) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_LEASE_SECONDS,
+        help_text=f"Lease length from now, 1-{MAX_LEASE_SECONDS} s (default {DEFAULT_LEASE_SECONDS})",
+        **kwargs,
+    )
+
+
+# --- requests ---------------------------------------------------------------
+class SessionCreateIn(serializers.Serializer):
+    session_id = PublicIdField(required=False, allow_null=True, help_text="Generated if omitted")
+    user_id = StrictCharField(max_length=MAX_USER_ID_LENGTH)
+    metadata = serializers.DictField(required=False, allow_null=True)
+    lease_seconds = lease_seconds_field(required=False, default=DEFAULT_LEASE_SECONDS)
+
+
+class SessionFilterIn(serializers.Serializer):
+    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    user_id = serializers.CharField(max_length=MAX_USER_ID_LENGTH, required=False)
+
+
+class SessionAttachIn(serializers.Serializer):
+    run_id = PublicIdField()
+    user_id = StrictCharField(max_length=MAX_USER_ID_LENGTH)
+    expected_revision = serializers.IntegerField(
+        min_value=0, help_text="The revision you read; 409 revision_conflict if it moved"
+    )
+
+
+class SessionDetachIn(SessionAttachIn):
+    pass
+
+
+class SessionHeartbeatIn(serializers.Serializer):
+    lease_seconds = lease_seconds_field(required=False, allow_null=True)
+
+
+class SessionCloseIn(serializers.Serializer):
+    reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+class SessionItemIn(serializers.Serializer):
+    role = StrictCharField(max_length=MAX_ROLE_LENGTH)
+    item_type = StrictCharField(max_length=MAX_ITEM_TYPE_LENGTH)
+    payload = serializers.DictField()
+
+
+class SessionAppendIn(serializers.Serializer):
+    items = SessionItemIn(many=True, allow_empty=False, max_length=MAX_ITEMS_PER_APPEND)
+    run_id = PublicIdField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The writing run; it must be attached to the session (or created in it)",
+    )
+    idempotency_key = StrictCharField(
+        required=False,
+        allow_null=True,
+        min_length=1,
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+        help_text="Same key again returns the original seqs and appends nothing",
+    )
+
+
+# --- responses --------------------------------------------------------------
+class SessionOut(serializers.Serializer):
+    """A session; `context["store"]` answers `attached_run_ids` (prefetched in lists)."""
+
+    session_id = serializers.CharField()
+    user_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=SessionStatus.choices)
+    lease_until = serializers.DateTimeField()
+    revision = serializers.IntegerField()
+    attached_run_ids = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    last_active_at = serializers.DateTimeField()
+    metadata = serializers.DictField()
+    legal_hold = serializers.BooleanField()
+    content_deleted_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_attached_run_ids(self, session) -> list[str]:
+        return self.context["store"].attached_run_ids(session)
+
+
+class SessionItemOut(serializers.Serializer):
+    seq = serializers.IntegerField()
+    role = serializers.CharField()
+    item_type = serializers.CharField()
+    payload = serializers.DictField()
+    run_id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class SessionAppendOut(serializers.Serializer):
+    first_seq = serializers.IntegerField()
+    last_seq = serializers.IntegerField()
+
+
+SessionPage = inline_serializer(
+    "SessionPage",
+    {"results": SessionOut(many=True), "next": serializers.URLField(allow_null=True)},
+)
+SessionItemPage = inline_serializer(
+    "SessionItemPage",
+    {"results": SessionItemOut(many=True), "next": serializers.URLField(allow_null=True)},
+)
