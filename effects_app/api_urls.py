@@ -1,5 +1,15 @@
-"""Runtime API routes of effects_app, mounted under /api/v1/."""
+"""Runtime API routes of effects_app, mounted under /api/v1/.
 
-from django.urls import path  # noqa: F401
+`runs/<run_id>/effects` lives under the runs path but is the effect ledger's.
+"""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("runs/<str:run_id>/effects", api.run_effects, name="api-run-effects"),
+    path("effects", api.effect_list, name="api-effect-list"),
+    path("effects/<str:effect_id>/commit", api.effect_commit, name="api-effect-commit"),
+    path("effects/<str:effect_id>/fail", api.effect_fail, name="api-effect-fail"),
+]

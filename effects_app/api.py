@@ -1,0 +1,216 @@
+"""Runtime API for the external-effect ledger (API.md "External effects").
+
+Each view looks its run or effect up first (an unknown or other tenant's id is
+404 whatever the body), then validates the body, then makes one store call.
+"""
+
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from audit_app.actor import Actor
+from stateroom.api import keyset_page
+from stateroom.api_schema import ERRORS_LIST, ERRORS_STATEFUL, ERRORS_WRITE, error
+
+from .models import EffectStatus, ExternalEffect
+from .store import EffectStore
+
+
+def _store(request) -> EffectStore:
+    return EffectStore(request.tenant, Actor.from_request(request))
+
+
+# --- serializers ------------------------------------------------------------
+class EffectRecordIn(serializers.Serializer):
+    idempotency_key = serializers.CharField(max_length=255, trim_whitespace=False)
+    tool_name = serializers.CharField(max_length=200)
+    request = serializers.DictField(help_text="The call about to be made (JSON object)")
+    node_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    approval_id = serializers.CharField(
+        max_length=128, required=False, help_text="The approval this call was allowed by"
+    )
+
+
+class EffectCommitIn(serializers.Serializer):
+    result = serializers.DictField()
+
+
+class EffectErrorIn(serializers.Serializer):
+    message = serializers.CharField()
+
+    def to_internal_value(self, data):
+        # Keep every key the runtime sent (code, status, ...), not only `message`.
+        super().to_internal_value(data)
+        return dict(data)
+
+
+class EffectFailIn(serializers.Serializer):
+    error = EffectErrorIn()
+
+
+class EffectOut(serializers.Serializer):
+    effect_id = serializers.CharField()
+    run_id = serializers.CharField()
+    idempotency_key = serializers.CharField()
+    tool_name = serializers.CharField()
+    node_id = serializers.CharField()
+    approval_id = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=EffectStatus.choices)
+    request = serializers.DictField(allow_null=True, help_text="null once redacted")
+    request_digest = serializers.CharField()
+    result = serializers.DictField(allow_null=True, help_text="null until committed, or redacted")
+    error = serializers.DictField(allow_null=True, help_text="null unless failed, or redacted")
+    settled_by = serializers.CharField()
+    settle_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    redacted_at = serializers.DateTimeField(allow_null=True)
+
+
+EffectPage = inline_serializer(
+    "EffectPage",
+    {"results": EffectOut(many=True), "next": serializers.URLField(allow_null=True)},
+)
+
+
+def effect_data(effect: ExternalEffect) -> dict:
+    redacted = effect.redacted_at is not None
+    return EffectOut(
+        {
+            "effect_id": effect.effect_id,
+            "run_id": effect.run.run_id,
+            "idempotency_key": effect.idempotency_key,
+            "tool_name": effect.tool_name,
+            "node_id": effect.node_id,
+            "approval_id": effect.approval.approval_id if effect.approval_id else None,
+            "status": effect.status,
+            "request": None if redacted else effect.request,
+            "request_digest": effect.request_digest,
+            "result": None if redacted else effect.result,
+            "error": None if redacted else effect.error,
+            "settled_by": effect.settled_by,
+            "settle_reason": effect.settle_reason,
+            "created_at": effect.created_at,
+            "updated_at": effect.updated_at,
+            "redacted_at": effect.redacted_at,
+        }
+    ).data
+
+
+LIMIT = OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)")
+CURSOR = OpenApiParameter("cursor", int, description="From the `next` URL of the previous page")
+STATUS = OpenApiParameter("status", str, enum=EffectStatus.values)
+
+
+# --- views --------------------------------------------------------------------
+@extend_schema(
+    methods=["POST"],
+    operation_id="runs_effects_create",
+    summary="Record an effect before making it, or get the one already under this key",
+    request=EffectRecordIn,
+    responses={
+        201: OpenApiResponse(EffectOut, description="A new record, in `started`"),
+        200: OpenApiResponse(EffectOut, description="The existing record under this key"),
+        **ERRORS_WRITE,
+        422: error(
+            "Field validation failed, or idempotency_key_reused: the key was used for a "
+            "different request"
+        ),
+    },
+    description=(
+        "201 with a new record in `started`; the same key again returns 200 with the "
+        "existing record (any status), never a second record."
+    ),
+)
+@extend_schema(
+    methods=["GET"],
+    operation_id="runs_effects_list",
+    summary="The effects a run recorded, newest first",
+    parameters=[STATUS, LIMIT, CURSOR],
+    responses={200: EffectPage, **ERRORS_LIST, 404: error("Unknown run, or another tenant's")},
+)
+@api_view(["GET", "POST"])
+def run_effects(request, run_id: str):
+    store = _store(request)
+    if request.method == "GET":
+        queryset = store.list_effects(run_id=run_id, status=request.query_params.get("status"))
+        return keyset_page(request, queryset, effect_data)
+    store.get_run(run_id)
+    body = EffectRecordIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    effect, created = store.record(run_id=run_id, **body.validated_data)
+    return Response(effect_data(effect), status=201 if created else 200)
+
+
+@extend_schema(
+    operation_id="effects_list",
+    summary="Look effects up, e.g. by idempotency key",
+    parameters=[
+        OpenApiParameter("idempotency_key", str),
+        OpenApiParameter("run_id", str),
+        STATUS,
+        LIMIT,
+        CURSOR,
+    ],
+    responses={200: EffectPage, **ERRORS_LIST, 404: error("run_id is unknown or another tenant's")},
+)
+@api_view(["GET"])
+def effect_list(request):
+    params = request.query_params
+    queryset = _store(request).list_effects(
+        run_id=params.get("run_id") or None,
+        idempotency_key=params.get("idempotency_key") or None,
+        status=params.get("status"),
+    )
+    return keyset_page(request, queryset, effect_data)
+
+
+@extend_schema(
+    operation_id="effects_commit",
+    summary="The effect happened: record its result",
+    request=EffectCommitIn,
+    responses={
+        200: EffectOut,
+        **ERRORS_STATEFUL,
+        409: error(
+            "effect_conflict: already committed with a different result; or "
+            "invalid_transition: the effect is failed or unknown"
+        ),
+    },
+    description="Committing again with the same result returns 200 unchanged.",
+)
+@api_view(["POST"])
+def effect_commit(request, effect_id: str):
+    store = _store(request)
+    store.get(effect_id)
+    body = EffectCommitIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    return Response(effect_data(store.commit(effect_id=effect_id, **body.validated_data)))
+
+
+@extend_schema(
+    operation_id="effects_fail",
+    summary="The effect did not happen: record the error",
+    request=EffectFailIn,
+    responses={
+        200: EffectOut,
+        **ERRORS_STATEFUL,
+        409: error(
+            "effect_conflict: already failed with a different error; or "
+            "invalid_transition: the effect is committed or unknown"
+        ),
+    },
+)
+@api_view(["POST"])
+def effect_fail(request, effect_id: str):
+    store = _store(request)
+    store.get(effect_id)
+    body = EffectFailIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    return Response(effect_data(store.fail(effect_id=effect_id, **body.validated_data)))
