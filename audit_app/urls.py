@@ -1,6 +1,12 @@
 """Console pages of audit_app, mounted under /t/<tenant_slug>/audit/."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "audit"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.log, name="log"),
+    path("export.<str:fmt>", views.export, name="export"),
+    path("verify", views.verify, name="verify"),
+]

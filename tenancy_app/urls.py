@@ -18,6 +18,12 @@ urlpatterns = [
         include(
             (
                 [
+                    path("", views.settings_overview, name="settings"),
+                    path("legal-hold", views.set_legal_hold, name="legal-hold"),
+                    path("four-eyes", views.set_four_eyes, name="four-eyes"),
+                    path("members/", views.settings_members, name="members"),
+                    path("members/<int:user_id>/remove", views.remove_member, name="remove-member"),
+                    path("retention/", views.settings_retention, name="retention"),
                     path("tokens/", views.settings_tokens, name="tokens"),
                     path("tokens/<int:token_id>/revoke", views.revoke_token, name="revoke-token"),
                 ],

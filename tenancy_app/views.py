@@ -2,12 +2,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
+from stateroom.htmx import redirect_after_post
 
 from .access import require_role
+from .forms import FourEyesForm, LegalHoldForm, MemberForm, RetentionForm
 from .models import Membership, Role, TokenRole
 from .store import TenancyStore
 
@@ -57,6 +60,8 @@ def settings_tokens(request):
         request,
         "tenancy/tokens.html",
         {
+            "nav": "settings",
+            "tab": "tokens",
             "tokens": store.tokens().select_related("created_by"),
             "created_secret": created_secret,
             "roles": TokenRole.choices,
@@ -77,3 +82,150 @@ def revoke_token(request, token_id: int):
     else:
         messages.success(request, f"Token {token.name} revoked.")
     return redirect("tenancy:tokens", tenant_slug=request.tenant.slug)
+
+
+# --- settings: overview (legal hold, four-eyes) ------------------------------
+def _store(request) -> TenancyStore:
+    return TenancyStore(request.tenant, Actor.from_request(request))
+
+
+def _back(request, name: str):
+    return redirect_after_post(request, reverse(name, kwargs={"tenant_slug": request.tenant.slug}))
+
+
+def _overview(request, *, hold_form=None, status=200):
+    tenant = request.tenant
+    return render(
+        request,
+        "tenancy/settings.html",
+        {
+            "nav": "settings",
+            "tab": "overview",
+            "hold_form": hold_form
+            or LegalHoldForm(initial={"on": "off" if tenant.legal_hold else "on"}),
+        },
+        status=status,
+    )
+
+
+@require_role(Role.ADMIN)
+@require_GET
+def settings_overview(request):
+    return _overview(request)
+
+
+@require_role(Role.ADMIN)
+@require_POST
+def set_legal_hold(request):
+    form = LegalHoldForm(request.POST)
+    if not form.is_valid():
+        return _overview(request, hold_form=form, status=422)
+    on = form.cleaned_data["on"]
+    try:
+        _store(request).set_legal_hold(on=on, reason=form.cleaned_data["reason"])
+    except StateroomError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            "Legal hold is on: no content of this tenant can be deleted until it is released."
+            if on
+            else "Legal hold released: deletions and retention apply again.",
+        )
+    return _back(request, "tenancy:settings")
+
+
+@require_role(Role.ADMIN)
+@require_POST
+def set_four_eyes(request):
+    form = FourEyesForm(request.POST)
+    if form.is_valid():
+        on = form.cleaned_data["on"]
+        _store(request).set_four_eyes(on=on)
+        messages.success(
+            request,
+            "Critical approvals now need two different operators."
+            if on
+            else "Critical approvals need one operator again.",
+        )
+    else:
+        messages.error(request, "Choose on or off.")
+    return _back(request, "tenancy:settings")
+
+
+# --- settings: members -----------------------------------------------------
+def _members_page(request, *, form=None, status=200):
+    return render(
+        request,
+        "tenancy/members.html",
+        {
+            "nav": "settings",
+            "tab": "members",
+            "members": _store(request).members(),
+            "form": form or MemberForm(initial={"role": Role.SUPPORT}),
+            "roles": Role.choices,
+        },
+        status=status,
+    )
+
+
+@require_role(Role.ADMIN)
+@require_http_methods(["GET", "POST"])
+def settings_members(request):
+    """GET lists the members; POST adds a user or changes a member's role."""
+    if request.method == "GET":
+        return _members_page(request)
+    form = MemberForm(request.POST)
+    if not form.is_valid():
+        return _members_page(request, form=form, status=422)
+    try:
+        membership = _store(request).set_member(**form.cleaned_data)
+    except NotFound:
+        form.add_error("username", "No user with this username. They need an account first.")
+        return _members_page(request, form=form, status=422)
+    messages.success(
+        request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}."
+    )
+    return _back(request, "tenancy:members")
+
+
+@require_role(Role.ADMIN)
+@require_POST
+def remove_member(request, user_id: int):
+    try:
+        _store(request).remove_member(user_id=user_id)
+    except NotFound as exc:
+        raise Http404 from exc
+    messages.success(request, "Member removed.")
+    return _back(request, "tenancy:members")
+
+
+# --- settings: retention -----------------------------------------------------
+def _retention_page(request, *, form=None, status=200):
+    store = _store(request)
+    policy = store.retention()
+    return render(
+        request,
+        "tenancy/retention.html",
+        {
+            "nav": "settings",
+            "tab": "retention",
+            "policy": policy,
+            "form": form
+            or RetentionForm(initial={f: getattr(policy, f) for f in RetentionForm.base_fields}),
+        },
+        status=status,
+    )
+
+
+@require_role(Role.ADMIN)
+@require_http_methods(["GET", "POST"])
+def settings_retention(request):
+    if request.method == "GET":
+        return _retention_page(request)
+    form = RetentionForm(request.POST)
+    if not form.is_valid():
+        return _retention_page(request, form=form, status=422)
+    _store(request).set_retention(**form.cleaned_data)
+    messages.success(request, "Retention policy saved.")
+    return _back(request, "tenancy:retention")

@@ -1,0 +1,34 @@
+from datetime import datetime, time, timedelta
+
+from django import forms
+from django.utils import timezone
+
+
+class AuditFilterForm(forms.Form):
+    actor = forms.CharField(required=False, max_length=200)
+    action = forms.CharField(required=False, max_length=64)
+    target_type = forms.CharField(required=False, max_length=32)
+    target_id = forms.CharField(required=False, max_length=128)
+    date_from = forms.DateField(required=False, label="From")
+    date_to = forms.DateField(required=False, label="To")
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("date_from"), data.get("date_to")
+        if start and end and end < start:
+            self.add_error("date_to", "must not be before From")
+        return data
+
+    def store_filters(self) -> dict:
+        """Keyword arguments of `AuditStore.list_events` (dates are whole days, UTC)."""
+        data = self.cleaned_data
+        tz = timezone.get_current_timezone()
+        start, end = data.get("date_from"), data.get("date_to")
+        return {
+            "actor": data.get("actor", "").strip(),
+            "action": data.get("action", "").strip(),
+            "target_type": data.get("target_type", "").strip(),
+            "target_id": data.get("target_id", "").strip(),
+            "created_from": datetime.combine(start, time.min, tz) if start else None,
+            "created_to": datetime.combine(end + timedelta(days=1), time.min, tz) if end else None,
+        }

@@ -1,0 +1,195 @@
+"""Audit log pages: filtered, keyset-paginated list, streamed export, chain check."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from urllib.parse import quote
+
+from django.contrib import messages
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from stateroom.htmx import render_page, wants_fragment
+from stateroom.jsonview import diff
+from tenancy_app.access import require_role
+from tenancy_app.models import Role, Tenant
+from tenancy_app.scoping import in_tenant
+
+from .actor import Actor
+from .forms import AuditFilterForm
+from .models import AuditEvent
+from .store import AuditStore
+
+PAGE_SIZE = 50
+EXPORT_CHUNK = 500
+EXPORT_FIELDS = [
+    "seq",
+    "created_at",
+    "actor_type",
+    "actor_id",
+    "actor_label",
+    "action",
+    "target_type",
+    "target_id",
+    "before",
+    "after",
+    "reason",
+    "request_id",
+    "ip",
+    "prev_hash",
+    "hash",
+]
+# Console pages of each kind of audit target (effects and deletions have none of their own).
+TARGET_PATHS = {
+    "session": "sessions/{id}/",
+    "run": "runs/{id}/",
+    "task": "tasks/{id}/",
+    "approval": "approvals/{id}/",
+    "token": "settings/tokens/",
+    "user": "settings/members/",
+    "tenant": "settings/",
+}
+
+
+def target_url(tenant: Tenant, target_type: str, target_id: str) -> str | None:
+    path = TARGET_PATHS.get(target_type)
+    if path is None:
+        return None
+    return f"/t/{tenant.slug}/" + path.format(id=quote(target_id, safe=""))
+
+
+def _cursor(raw: str | None) -> int | None:
+    return int(raw) if raw and raw.isdigit() else None
+
+
+@require_role(Role.SUPPORT)
+@require_GET
+def log(request):
+    form = AuditFilterForm(request.GET)
+    events: list[AuditEvent] = []
+    next_cursor = None
+    if form.is_valid():
+        store = AuditStore(request.tenant, Actor.from_request(request))
+        page = store.list_events(**form.store_filters())
+        cursor = _cursor(request.GET.get("cursor"))
+        if cursor is not None:
+            page = page.filter(seq__lt=cursor)
+        events = list(page.order_by("-seq")[: PAGE_SIZE + 1])
+        if len(events) > PAGE_SIZE:
+            events = events[:PAGE_SIZE]
+            next_cursor = events[-1].seq
+    for event in events:
+        event.changes = _changes(event)
+        event.target_url = target_url(request.tenant, event.target_type, event.target_id)
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    return render_page(
+        request,
+        "audit/log.html",
+        {
+            "nav": "audit",
+            "form": form,
+            "events": events,
+            "next_cursor": next_cursor,
+            "query": query.urlencode(),
+            "more": "cursor" in request.GET,
+            "can_verify": request.membership.has_role(Role.ADMIN),
+        },
+        # "Older events" appends rows; the filter form replaces the results.
+        fragment="rows" if "cursor" in request.GET else "results",
+    )
+
+
+def _changes(event: AuditEvent):
+    before, after = event.before, event.after
+    if before is None and after is None:
+        return []
+    if isinstance(before, dict) or isinstance(after, dict):
+        return diff(before or {}, after or {})
+    return diff(before, after)
+
+
+@require_role(Role.SUPPORT)
+@require_GET
+def export(request, fmt: str):
+    if fmt not in ("csv", "jsonl"):
+        return HttpResponseBadRequest("Export formats: csv, jsonl.")
+    form = AuditFilterForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Invalid filters: " + form.errors.as_text())
+    rows = _export_rows(request.tenant, Actor.from_request(request), form.store_filters())
+    if fmt == "csv":
+        body, content_type = _csv_lines(rows), "text/csv; charset=utf-8"
+    else:
+        body = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        content_type = "application/x-ndjson; charset=utf-8"
+    response = StreamingHttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="audit-{request.tenant.slug}.{fmt}"'
+    return response
+
+
+def _export_rows(tenant: Tenant, actor: Actor, filters: dict) -> Iterator[dict]:
+    """Every matching event in seq order, read chunk by chunk.
+
+    The body is produced after the view has returned, outside the request's
+    tenant scope and transaction, so each chunk opens its own (keyset on seq:
+    each chunk is one indexed range scan, however far the export has got).
+    """
+    after = 0
+    while True:
+        with in_tenant(tenant):
+            chunk = list(
+                AuditStore(tenant, actor)
+                .list_events(**filters)
+                .filter(seq__gt=after)
+                .order_by("seq")
+                .values(*EXPORT_FIELDS)[:EXPORT_CHUNK]
+            )
+        for row in chunk:
+            row["created_at"] = row["created_at"].isoformat()
+            yield row
+        if len(chunk) < EXPORT_CHUNK:
+            return
+        after = chunk[-1]["seq"]
+
+
+def _csv_lines(rows: Iterator[dict]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS)
+    writer.writeheader()
+    for row in rows:
+        for key in ("before", "after"):
+            row[key] = "" if row[key] is None else json.dumps(row[key], sort_keys=True)
+        writer.writerow(row)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue()
+
+
+@require_role(Role.ADMIN)
+@require_POST
+def verify(request):
+    broken, total = AuditStore(request.tenant, Actor.from_request(request)).verify()
+    if wants_fragment(request):
+        return render_page(
+            request,
+            "audit/log.html",
+            {"broken": broken, "total": total, "verified": True},
+            fragment="verify-result",
+        )
+    if broken is None:
+        messages.success(request, f"Audit chain intact: {total} events verified.")
+    else:
+        messages.error(
+            request,
+            f"Audit chain broken at event #{broken.seq} ({broken.action}, "
+            f"{broken.created_at:%Y-%m-%d %H:%M:%S}): it was changed or a neighbour removed.",
+        )
+    return redirect(reverse("audit:log", kwargs={"tenant_slug": request.tenant.slug}))

@@ -1,0 +1,42 @@
+from django import forms
+
+from .models import Role
+
+ON_OFF = [("on", "on"), ("off", "off")]
+
+
+def _on(value: str) -> bool:
+    return value == "on"
+
+
+class LegalHoldForm(forms.Form):
+    on = forms.TypedChoiceField(choices=ON_OFF, coerce=_on)
+    reason = forms.CharField(max_length=2000)
+    confirm = forms.BooleanField(
+        error_messages={"required": "Tick the box to confirm you mean it."}
+    )
+
+
+class FourEyesForm(forms.Form):
+    on = forms.TypedChoiceField(choices=ON_OFF, coerce=_on)
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+def _days(label: str, minimum: int = 1) -> forms.IntegerField:
+    return forms.IntegerField(label=label, required=False, min_value=minimum, max_value=36_500)
+
+
+class RetentionForm(forms.Form):
+    """Days after a session ends; blank keeps that data forever."""
+
+    session_items_days = _days("Conversation items")
+    run_events_days = _days("Run event payloads")
+    checkpoints_days = _days("Checkpoint bodies")
+    effect_payloads_days = _days("Effect payloads")
+    extra_days_failed_or_approved = _days(
+        "Extra days for sessions with failed runs or approvals", minimum=0
+    )

@@ -1,0 +1,192 @@
+import pytest
+from django.contrib.messages import get_messages
+
+from audit_app.models import AuditEvent
+from tenancy_app.models import Membership, RetentionPolicy, Role, Tenant
+from tenancy_app.scoping import in_tenant
+from tests.conftest import login
+from tests.console_ops.conftest import queries
+
+BASE = "/t/acme/settings/"
+PAGES = ["", "members/", "retention/", "tokens/"]
+ACTIONS = [
+    ("legal-hold", {"on": "on", "reason": "litigation", "confirm": "1"}),
+    ("four-eyes", {"on": "on"}),
+    ("members/", {"username": "otto", "role": "admin"}),
+    ("retention/", {"session_items_days": "30"}),
+]
+
+
+def audit_actions(tenant) -> list[tuple[str, str]]:
+    with in_tenant(tenant):
+        return list(AuditEvent.objects.order_by("seq").values_list("action", "actor_label"))
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_settings_pages_are_for_admins_only(path, admin_a, operator_a, support_a, admin_b):
+    assert login(admin_a).get(BASE + path).status_code == 200
+    for user in (operator_a, support_a):
+        assert login(user).get(BASE + path).status_code == 403
+    assert login(admin_b).get(BASE + path).status_code == 404
+
+
+@pytest.mark.parametrize(("path", "data"), ACTIONS)
+def test_settings_actions_refuse_lesser_roles_and_other_tenants(
+    path, data, tenant_a, admin_a, operator_a, support_a, admin_b
+):
+    for user in (operator_a, support_a):
+        assert login(user).post(BASE + path, data).status_code == 403
+    assert login(admin_b).post(BASE + path, data).status_code == 404
+    tenant_a.refresh_from_db()
+    assert (tenant_a.legal_hold, tenant_a.four_eyes_critical) == (False, False)
+    assert Membership.objects.get(user=operator_a).role == Role.OPERATOR
+    assert not RetentionPolicy.objects.exists()
+    assert audit_actions(tenant_a) == []
+
+
+@pytest.mark.parametrize(("path", "data"), ACTIONS)
+def test_settings_actions_need_csrf(path, data, tenant_a, admin_a, operator_a, csrf_client):
+    assert csrf_client(admin_a).post(BASE + path, data).status_code == 403
+    assert audit_actions(tenant_a) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "count"), [("", 6), ("members/", 7), ("retention/", 7), ("tokens/", 7)]
+)
+def test_settings_pages_query_count(
+    path, count, admin_a, make_user, make_token, tenant_a, django_assert_num_queries
+):
+    make_token(tenant_a, name="t0")
+    client = login(admin_a)
+    with django_assert_num_queries(queries(count)):
+        assert client.get(BASE + path).status_code == 200
+    for i in range(1, 20):
+        make_user(f"user{i}", tenant_a, Role.SUPPORT)
+        make_token(tenant_a, name=f"t{i}")
+    with django_assert_num_queries(queries(count)):
+        assert client.get(BASE + path).status_code == 200
+
+
+def test_legal_hold_needs_reason_and_confirmation(admin_a, tenant_a):
+    client = login(admin_a)
+    response = client.post(BASE + "legal-hold", {"on": "on", "reason": ""})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "This field is required." in page
+    assert "Tick the box to confirm you mean it." in page
+    tenant_a.refresh_from_db()
+    assert tenant_a.legal_hold is False
+    assert audit_actions(tenant_a) == []
+
+
+def test_legal_hold_on_and_off_is_audited(admin_a, tenant_a):
+    client = login(admin_a)
+    response = client.post(
+        BASE + "legal-hold", {"on": "on", "reason": "litigation 42", "confirm": "1"}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == BASE
+    assert Tenant.objects.get(pk=tenant_a.pk).legal_hold is True
+    page = client.get(BASE).content.decode()
+    assert "Release legal hold" in page
+    response = client.post(BASE + "legal-hold", {"on": "off", "reason": "settled", "confirm": "1"})
+    assert messages_of(response) == ["Legal hold released: deletions and retention apply again."]
+    assert Tenant.objects.get(pk=tenant_a.pk).legal_hold is False
+    assert audit_actions(tenant_a) == [
+        ("tenant.legal_hold_on", "ada"),
+        ("tenant.legal_hold_off", "ada"),
+    ]
+    with in_tenant(tenant_a):
+        assert AuditEvent.objects.get(seq=1).reason == "litigation 42"
+
+
+def test_legal_hold_twice_shows_the_conflict(admin_a, tenant_a):
+    client = login(admin_a)
+    client.post(BASE + "legal-hold", {"on": "on", "reason": "a", "confirm": "1"}, follow=True)
+    response = client.post(BASE + "legal-hold", {"on": "on", "reason": "b", "confirm": "1"})
+    assert response.status_code == 302
+    assert messages_of(response) == ["Legal hold is already on."]
+    assert [a for a, _ in audit_actions(tenant_a)] == ["tenant.legal_hold_on"]
+
+
+def test_four_eyes_toggle(admin_a, tenant_a):
+    client = login(admin_a)
+    response = client.post(BASE + "four-eyes", {"on": "on"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == BASE
+    assert Tenant.objects.get(pk=tenant_a.pk).four_eyes_critical is True
+    client.post(BASE + "four-eyes", {"on": "off"})
+    assert Tenant.objects.get(pk=tenant_a.pk).four_eyes_critical is False
+    assert audit_actions(tenant_a) == [
+        ("tenant.settings_changed", "ada"),
+        ("tenant.settings_changed", "ada"),
+    ]
+
+
+def test_members_add_change_and_remove(admin_a, make_user, tenant_a, tenant_b):
+    make_user("newbie")
+    outsider = make_user("carol", tenant_b, Role.ADMIN)
+    client = login(admin_a)
+    page = client.get(BASE + "members/").content.decode()
+    assert page.count('data-testid="member-row"') == 1
+    response = client.post(BASE + "members/", {"username": "newbie", "role": "support"})
+    assert response.status_code == 302
+    assert messages_of(response) == ["newbie is now support."]
+    client.post(BASE + "members/", {"username": "newbie", "role": "operator"})
+    newbie = Membership.objects.get(tenant=tenant_a, user__username="newbie")
+    assert newbie.role == Role.OPERATOR
+    assert client.post(BASE + f"members/{outsider.pk}/remove").status_code == 404
+    assert Membership.objects.filter(user=outsider).count() == 1
+    response = client.post(BASE + f"members/{newbie.user_id}/remove")
+    assert response.status_code == 302
+    assert not Membership.objects.filter(tenant=tenant_a, user__username="newbie").exists()
+    assert audit_actions(tenant_a) == [
+        ("member.role_set", "ada"),
+        ("member.role_set", "ada"),
+        ("member.removed", "ada"),
+    ]
+
+
+def test_members_unknown_user_or_role_is_a_form_error(admin_a, tenant_a):
+    client = login(admin_a)
+    response = client.post(BASE + "members/", {"username": "ghost", "role": "support"})
+    assert response.status_code == 422
+    assert "No user with this username." in response.content.decode()
+    response = client.post(BASE + "members/", {"username": "ada", "role": "owner"})
+    assert response.status_code == 422
+    assert "Select a valid choice." in response.content.decode()
+    assert audit_actions(tenant_a) == []
+
+
+def test_retention_policy_saved_and_audited(admin_a, tenant_a):
+    client = login(admin_a)
+    response = client.post(
+        BASE + "retention/",
+        {"session_items_days": "30", "run_events_days": "", "extra_days_failed_or_approved": "7"},
+    )
+    assert response.status_code == 302
+    policy = RetentionPolicy.objects.get(tenant=tenant_a)
+    assert (policy.session_items_days, policy.run_events_days) == (30, None)
+    assert policy.extra_days_failed_or_approved == 7
+    assert (
+        'name="session_items_days" value="30"' in client.get(BASE + "retention/").content.decode()
+    )
+    assert audit_actions(tenant_a) == [("tenant.retention_changed", "ada")]
+
+
+def test_retention_policy_rejects_bad_days(admin_a, tenant_a):
+    response = login(admin_a).post(BASE + "retention/", {"session_items_days": "0"})
+    assert response.status_code == 422
+    assert "Ensure this value is greater than or equal to 1." in response.content.decode()
+    assert not RetentionPolicy.objects.exists()
+
+
+def test_settings_get_changes_nothing(admin_a, tenant_a):
+    client = login(admin_a)
+    for path in PAGES:
+        client.get(BASE + path, {"on": "on", "username": "ada", "role": "support"})
+    assert audit_actions(tenant_a) == []
