@@ -1,0 +1,37 @@
+"""OpenAI Agents SDK adapter: sessions, approval gate, effect ledger, scripted model.
+
+Needs the SDK: ``pip install "stateroom[agents]"`` (openai-agents).
+
+- `StateroomSession`: the SDK `Session` protocol on a Stateroom session's items.
+- `ApprovalGate`: tool approvals become Stateroom approval requests; the run is
+  checkpointed and resumes after the decision, in this process or another.
+- `idempotent_tool`: a `function_tool` whose side effect goes through the effect ledger.
+- `ScriptedModel`: a local `Model` that plays a script (tests, demos; no API key).
+"""
+
+try:
+    import agents as _sdk  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "stateroom_client.agents needs the OpenAI Agents SDK: pip install 'stateroom[agents]'"
+    ) from exc
+
+from .gate import ApprovalGate, GateOutcome, ResumeError, default_risk
+from .model import Reply, ScriptedModel, ScriptView, ToolCall
+from .session import StateroomSession
+from .tools import EffectFailed, EffectOutcomeUnknown, idempotent_tool
+
+__all__ = [
+    "ApprovalGate",
+    "EffectFailed",
+    "EffectOutcomeUnknown",
+    "GateOutcome",
+    "Reply",
+    "ResumeError",
+    "ScriptView",
+    "ScriptedModel",
+    "StateroomSession",
+    "ToolCall",
+    "default_risk",
+    "idempotent_tool",
+]

@@ -1,0 +1,617 @@
+"""`ApprovalGate`: run an SDK agent whose risky tools wait for a person in Stateroom.
+
+    gate = ApprovalGate(client, agent, risk_policy=lambda tool, args: "high")
+    outcome = await gate.run("Refund order A-1", session=session)   # waits for decisions
+    # ...or, in another process after a restart:
+    outcome = await ApprovalGate(client, agent).resume(run_id)
+
+What it keeps in Stateroom, per agent run:
+
+- a run (`created -> running -> waiting_approval -> running -> succeeded|failed`,
+  every change a compare-and-set) and a task `<run_id>.task` whose checkpoints
+  hold the SDK's serialized `RunState` (`RunState.to_json()`, schema below);
+- when `Runner.run` stops on tool approvals (`result.interruptions`), one
+  approval request per interrupted call (tool name, arguments, risk from
+  `risk_policy`), with the id `<run_id>:<tool_call_id>` so that a process
+  asking again after a crash finds it instead of asking twice. They are asked
+  one after the other: a run waits on one approval at a time, so each request
+  moves it to `waiting_approval` and each decision moves it back;
+- run events `agent.*` / `approval.*` for the run inspector.
+
+Decisions are applied with `RunState.approve(item)` / `RunState.reject(item,
+rejection_message=<operator's reason>)` and the run resumes with
+`Runner.run(agent, state)`, in this process or, after a restart, in another
+one: `resume(run_id)` rebuilds everything from the latest checkpoint and the
+approvals on the server. Tools made with `idempotent_tool` record their effect
+under `<run_id>:<tool_call_id>` and commit it, so a call that already happened
+is answered from the ledger on resume instead of running twice.
+
+Endings: a rejection is sent to the model as the tool's output and the run
+goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
+`failed` with `error.code == "approval_rejected"` and the reason
+(`on_rejection="stop"`). An expired approval ends the run `failed` with
+`error.code == "approval_expired"`. An effect whose outcome is unknown (a
+crash between recording and committing it) suspends the run with
+`error.code == "effect_outcome_unknown"` until a person settles it.
+
+Checkpoint state (schema_version 1)::
+
+    {"kind": "openai-agents.run_state", "sdk_version": "0.24.0", "agent": "payments",
+     "session": {"session_id": ..., "user_id": ...} | null,
+     "calls": [{"call_id", "tool_name", "arguments", "risk", "approval_id"}],
+     "run_state": <RunState.to_json()>}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+from agents import Agent, RunConfig, Runner, RunState
+from agents.items import ToolApprovalItem
+
+from ..aio import AsyncStateroomClient
+from ..errors import AlreadyExists, NotFound, StateroomError, VersionConflict
+from ..models import Approval, Run
+from .session import StateroomSession
+from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt
+
+CHECKPOINT_KIND = "openai-agents.run_state"
+SCHEMA_VERSION = 1
+RISKS = ("low", "medium", "high", "critical")
+TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
+
+RiskPolicy = Callable[[str, dict[str, Any]], str]
+Explain = Callable[[str, dict[str, Any]], str]
+
+try:
+    SDK_VERSION = version("openai-agents")
+except PackageNotFoundError:  # pragma: no cover - vendored SDK
+    SDK_VERSION = "unknown"
+
+
+def default_risk(tool_name: str, arguments: dict[str, Any]) -> str:
+    return "medium"
+
+
+class ResumeError(StateroomError):
+    """The run cannot be resumed (no checkpoint, or not one this gate wrote)."""
+
+
+@dataclass
+class GateOutcome:
+    """Where the run stands when the gate returns."""
+
+    run_id: str
+    task_id: str
+    status: str  # the Stateroom run status: succeeded, failed, waiting_approval, suspended...
+    final_output: Any = None
+    error: dict[str, Any] | None = None
+    approvals: list[Approval] = field(default_factory=list)  # decided or pending, this pass
+    executed: list[str] = field(default_factory=list)  # tool call ids run in this process
+    replayed: list[str] = field(default_factory=list)  # tool call ids answered from the ledger
+
+    @property
+    def finished(self) -> bool:
+        return self.status in Run.TERMINAL
+
+
+def _arguments(item: ToolApprovalItem) -> dict[str, Any]:
+    raw = item.arguments
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"raw": raw}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _summary(input: Any) -> str:
+    if isinstance(input, str):
+        text = input
+    else:
+        texts = [i.get("content") for i in input if isinstance(i, dict)]
+        text = next((t for t in reversed(texts) if isinstance(t, str)), "agent run")
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def approval_id_for(run_id: str, call_id: str) -> str:
+    """The approval id of one tool call: the same in every process that asks for it."""
+    raw = f"{run_id}:{call_id}"
+    safe = re.sub(r"[^A-Za-z0-9._:-]", "-", raw)
+    return safe if len(safe) <= 128 else "apr-" + hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+def _halt_in(exc: BaseException) -> LedgerHalt | None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, LedgerHalt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class ApprovalGate:
+    """Runs `agent` with Stateroom holding its run, approvals, checkpoints and effects."""
+
+    def __init__(
+        self,
+        client: AsyncStateroomClient,
+        agent: Agent[Any],
+        *,
+        risk_policy: RiskPolicy = default_risk,
+        explain: Explain | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int = 10,
+        approval_ttl: timedelta | None = None,
+        on_rejection: Literal["continue", "stop"] = "continue",
+    ) -> None:
+        if on_rejection not in ("continue", "stop"):
+            raise ValueError("on_rejection must be 'continue' or 'stop'")
+        self.client = client
+        self.agent = agent
+        self.risk_policy = risk_policy
+        self.explain = explain or (
+            lambda tool, args: f"{agent.name} wants to call {tool} with {json.dumps(args)}"
+        )
+        self.run_config = run_config or RunConfig(tracing_disabled=True)
+        self.max_turns = max_turns
+        self.approval_ttl = approval_ttl
+        self.on_rejection = on_rejection
+
+    # --- entry points --------------------------------------------------------
+    async def run(
+        self,
+        input: str | list[Any],
+        *,
+        run_id: str | None = None,
+        session: StateroomSession | None = None,
+        objective: str | None = None,
+        deadline_at: datetime | None = None,
+        wait: bool = True,
+        decision_timeout: float | None = None,
+    ) -> GateOutcome:
+        """Start a new run. With `wait=False` it returns at the first pending approval."""
+        run_id = run_id or f"run-{secrets.token_hex(8)}"
+        task_id = f"{run_id}.task"
+        await self.client.create_task(task_id=task_id, objective=objective or _summary(input))
+        run = await self.client.create_run(
+            run_id=run_id,
+            session_id=session.session_id if session else None,
+            task_id=task_id,
+            active_agent=self.agent.name,
+            deadline_at=deadline_at,
+        )
+        if session is not None:
+            await self._attach(session, run_id)
+        await self.client.transition_run(run_id, expected_version=run.version, status="running")
+        await self._event(run_id, "agent.started", {"agent": self.agent.name})
+        return await self._loop(
+            run_id, task_id, input, session, [], wait=wait, timeout=decision_timeout
+        )
+
+    async def resume(
+        self, run_id: str, *, wait: bool = True, decision_timeout: float | None = None
+    ) -> GateOutcome:
+        """Continue `run_id` from its latest checkpoint (any process, any time)."""
+        run = await self.client.get_run(run_id)
+        if run.is_terminal:
+            return GateOutcome(run_id, run.task_id, run.status, error=run.error)
+        if not run.task_id:
+            raise ResumeError(f"Run {run_id} has no task, so no checkpoint.", code="no_checkpoint")
+        try:
+            checkpoint = await self.client.latest_checkpoint(run.task_id)
+        except NotFound as exc:
+            raise ResumeError(
+                f"Run {run_id} has no checkpoint to resume from.", code="no_checkpoint"
+            ) from exc
+        data = checkpoint.state if isinstance(checkpoint.state, dict) else {}
+        if data.get("kind") != CHECKPOINT_KIND:
+            raise ResumeError(
+                f"Checkpoint {checkpoint.checkpoint_id} was not written by an ApprovalGate.",
+                code="foreign_checkpoint",
+            )
+        state = await RunState.from_string(self.agent, json.dumps(data["run_state"]))
+        session = None
+        if data.get("session"):
+            session = StateroomSession(
+                self.client,
+                data["session"]["session_id"],
+                user_id=data["session"].get("user_id", ""),
+                run_id=run_id,
+            )
+        return await self._loop(
+            run_id,
+            run.task_id,
+            state,
+            session,
+            list(data.get("calls") or []),
+            wait=wait,
+            timeout=decision_timeout,
+            interrupted=True,
+            recovering=True,
+        )
+
+    # --- the loop ------------------------------------------------------------
+    async def _loop(
+        self,
+        run_id: str,
+        task_id: str,
+        input: Any,
+        session: StateroomSession | None,
+        calls: list[dict[str, Any]],
+        *,
+        wait: bool,
+        timeout: float | None,
+        interrupted: bool = False,
+        recovering: bool = False,
+    ) -> GateOutcome:
+        outcome = GateOutcome(run_id, task_id, "running")
+        while True:
+            if interrupted:
+                state: RunState[Any] = input
+                stopped = await self._decide(
+                    outcome,
+                    state,
+                    calls,
+                    session,
+                    wait=wait,
+                    timeout=timeout,
+                    recovering=recovering,
+                )
+                if stopped:
+                    return outcome
+                input, recovering = state, False
+            ledger = Ledger(
+                self.client,
+                run_id,
+                approvals={c["call_id"]: c["approval_id"] for c in calls if c.get("approval_id")},
+            )
+            token = LEDGER.set(ledger)
+            if session is not None:
+                session.run_id = run_id
+            try:
+                result = await Runner.run(
+                    self.agent,
+                    input,
+                    session=session,
+                    run_config=self.run_config,
+                    max_turns=self.max_turns,
+                )
+            except Exception as exc:
+                outcome.executed += ledger.executed
+                outcome.replayed += ledger.replayed
+                halt = _halt_in(exc)
+                if halt is not None:
+                    return await self._halted(outcome, halt)
+                await self._end(
+                    outcome,
+                    "failed",
+                    session,
+                    error={"code": "agent_error", "message": f"{type(exc).__name__}: {exc}"},
+                )
+                raise
+            finally:
+                LEDGER.reset(token)
+            outcome.executed += ledger.executed
+            outcome.replayed += ledger.replayed
+            usage = {
+                "token_used": result.context_wrapper.usage.total_tokens,
+                "turn_index": len(result.raw_responses),
+            }
+            if not result.interruptions:
+                outcome.final_output = result.final_output
+                await self._event(
+                    run_id, "agent.final_output", {"output": _text(result.final_output)}
+                )
+                await self._end(outcome, "succeeded", session, **usage)
+                return outcome
+            state = result.to_state()
+            calls = [
+                {
+                    "call_id": item.call_id,
+                    "tool_name": item.tool_name or "",
+                    "arguments": _arguments(item),
+                    "risk": self._risk(item.tool_name or "", _arguments(item)),
+                    "approval_id": None,
+                }
+                for item in result.interruptions
+            ]
+            await self._event(
+                run_id,
+                "agent.interrupted",
+                {"calls": [{k: c[k] for k in ("call_id", "tool_name", "risk")} for c in calls]},
+            )
+            checkpoint = await self._checkpoint(task_id, state, calls, session)
+            await self._update(run_id, last_checkpoint_id=checkpoint, **usage)
+            input, interrupted = state, True
+
+    async def _decide(
+        self,
+        outcome: GateOutcome,
+        state: RunState[Any],
+        calls: list[dict[str, Any]],
+        session: StateroomSession | None,
+        *,
+        wait: bool,
+        timeout: float | None,
+        recovering: bool,
+    ) -> bool:
+        """Ask for (or find) each interrupted call's decision and apply it; True if stopped."""
+        by_id = {c["call_id"]: c for c in calls}
+        for item in state.get_interruptions():
+            call = by_id.get(item.call_id)
+            if call is None:  # a checkpoint from before the call was known
+                call = {
+                    "call_id": item.call_id,
+                    "tool_name": item.tool_name or "",
+                    "arguments": _arguments(item),
+                    "risk": self._risk(item.tool_name or "", _arguments(item)),
+                    "approval_id": None,
+                }
+                calls.append(call)
+                by_id[item.call_id] = call
+            approval = await self._approval_for(outcome, state, calls, call, session, recovering)
+            if approval.is_pending and wait:
+                approval = await self._wait(approval.approval_id, timeout, session)
+            outcome.approvals.append(approval)
+            if approval.is_pending:
+                outcome.status = "waiting_approval"
+                return True
+            await self._event(
+                outcome.run_id,
+                "approval.decided",
+                {
+                    "approval_id": approval.approval_id,
+                    "call_id": call["call_id"],
+                    "status": approval.status,
+                    "decided_by": approval.decided_by,
+                    "reason": approval.decision_reason,
+                },
+            )
+            ended = {
+                "approval_id": approval.approval_id,
+                "tool_name": approval.tool_name,
+                "decided_by": approval.decided_by,
+            }
+            if approval.status == "approved":
+                state.approve(item)
+            elif approval.status == "rejected" and self.on_rejection == "continue":
+                state.reject(
+                    item, rejection_message=approval.decision_reason or "Rejected by an operator."
+                )
+            elif approval.status == "rejected":
+                message = approval.decision_reason or "Rejected by an operator."
+                error = {"code": "approval_rejected", "message": message, **ended}
+                await self._end(outcome, "failed", session, error=error)
+                return True
+            elif approval.status == "expired":
+                message = f"Approval {approval.approval_id} for {approval.tool_name} expired."
+                error = {"code": "approval_expired", "message": message, **ended}
+                await self._end(outcome, "failed", session, error=error)
+                return True
+            else:  # cancelled by the runtime
+                state.reject(item, rejection_message="The approval request was cancelled.")
+        run = await self.client.get_run(outcome.run_id)
+        if run.status == "suspended":
+            await self._update(outcome.run_id, status="running")
+        return False
+
+    async def _approval_for(
+        self,
+        outcome: GateOutcome,
+        state: RunState[Any],
+        calls: list[dict[str, Any]],
+        call: dict[str, Any],
+        session: StateroomSession | None,
+        recovering: bool,
+    ) -> Approval:
+        if call.get("approval_id"):
+            return await self.client.get_approval(call["approval_id"])
+        wanted = approval_id_for(outcome.run_id, call["call_id"])
+        approval = None
+        if recovering:  # asked before a crash kept its id from the checkpoint?
+            with contextlib.suppress(NotFound):
+                approval = await self.client.get_approval(wanted)
+        if approval is None:
+            try:
+                approval = await self._request(outcome.run_id, call, wanted)
+            except AlreadyExists:
+                approval = await self.client.get_approval(wanted)
+            else:
+                await self._event(
+                    outcome.run_id,
+                    "approval.requested",
+                    {
+                        "approval_id": approval.approval_id,
+                        "call_id": call["call_id"],
+                        "tool_name": call["tool_name"],
+                        "risk": call["risk"],
+                    },
+                )
+        call["approval_id"] = approval.approval_id
+        checkpoint = await self._checkpoint(outcome.task_id, state, calls, session)
+        await self._update(outcome.run_id, last_checkpoint_id=checkpoint)
+        return approval
+
+    async def _request(self, run_id: str, call: dict[str, Any], approval_id: str) -> Approval:
+        expires_at = datetime.now(UTC) + self.approval_ttl if self.approval_ttl else None
+        for _attempt in range(5):
+            run = await self.client.get_run(run_id)
+            try:
+                return await self.client.request_approval(
+                    run_id,
+                    expected_version=run.version,
+                    tool_name=call["tool_name"],
+                    arguments=call["arguments"],
+                    risk=call["risk"],
+                    reason=self.explain(call["tool_name"], call["arguments"]),
+                    expires_at=expires_at,
+                    approval_id=approval_id,
+                )
+            except VersionConflict:
+                continue  # the run moved (e.g. a checkpoint id); re-read and ask again
+        raise StateroomError(f"Run {run_id} kept changing; could not ask for approval.")
+
+    async def _wait(
+        self, approval_id: str, timeout: float | None, session: StateroomSession | None
+    ) -> Approval:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = 30.0 if deadline is None else min(30.0, deadline - time.monotonic())
+            approval = await self.client.get_approval(approval_id, wait=max(1, int(left)))
+            if not approval.is_pending:
+                return approval
+            if deadline is not None and time.monotonic() >= deadline:
+                return approval
+            if session is not None:
+                # Keep the session's lease while a person thinks.
+                with contextlib.suppress(StateroomError):
+                    await self.client.heartbeat_session(session.session_id)
+
+    # --- endings -------------------------------------------------------------
+    async def _halted(self, outcome: GateOutcome, halt: LedgerHalt) -> GateOutcome:
+        error: dict[str, Any] = {"code": "effect_outcome_unknown", "message": str(halt)}
+        if isinstance(halt, EffectOutcomeUnknown):
+            error["effect_id"] = halt.effect.effect_id
+        await self._event(outcome.run_id, "agent.suspended", error)
+        run = await self._update(outcome.run_id, status="suspended", error=error)
+        outcome.status, outcome.error = run.status, error
+        return outcome
+
+    async def _end(
+        self,
+        outcome: GateOutcome,
+        status: str,
+        session: StateroomSession | None,
+        *,
+        error: dict[str, Any] | None = None,
+        **changes: Any,
+    ) -> None:
+        if error is not None:
+            await self._event(outcome.run_id, "agent.ended", {"status": status, **error})
+        try:
+            run = await self._update(outcome.run_id, status=status, error=error, **changes)
+        except StateroomError as exc:
+            if exc.code != "invalid_transition":
+                raise
+            run = await self.client.get_run(outcome.run_id)  # ended elsewhere (cancelled)
+        outcome.status, outcome.error = run.status, run.error
+        await self._finish_task(outcome.task_id, TASK_STATUS.get(run.status, "failed"))
+        if session is not None:
+            await self._detach(session, outcome.run_id)
+
+    # --- small helpers -------------------------------------------------------
+    def _risk(self, tool_name: str, arguments: dict[str, Any]) -> str:
+        risk = self.risk_policy(tool_name, arguments)
+        if risk not in RISKS:
+            raise ValueError(f"risk_policy returned {risk!r}, not one of {RISKS}")
+        return risk
+
+    async def _update(self, run_id: str, **changes: Any) -> Run:
+        """Compare-and-set on the freshest version; re-read on a conflict (not a blind retry)."""
+        if changes.get("error", ...) is None:
+            changes.pop("error")
+        for _attempt in range(5):
+            run = await self.client.get_run(run_id)
+            try:
+                return await self.client.transition_run(
+                    run_id, expected_version=run.version, **changes
+                )
+            except VersionConflict:
+                continue
+        raise StateroomError(f"Run {run_id} kept changing; could not update it.")
+
+    async def _checkpoint(
+        self,
+        task_id: str,
+        state: RunState[Any],
+        calls: list[dict[str, Any]],
+        session: StateroomSession | None,
+    ) -> str:
+        body = {
+            "kind": CHECKPOINT_KIND,
+            "sdk_version": SDK_VERSION,
+            "agent": self.agent.name,
+            "session": {"session_id": session.session_id, "user_id": session.user_id}
+            if session
+            else None,
+            "calls": calls,
+            "run_state": json.loads(state.to_string()),
+        }
+        pending = next((c for c in calls if not c.get("approval_id")), None)
+        node = f"approval:{pending['tool_name']}" if pending else "awaiting_decisions"
+        ref = await self.client.append_checkpoint(
+            task_id, state=body, schema_version=SCHEMA_VERSION, node_id=node
+        )
+        return ref.checkpoint_id
+
+    async def _finish_task(self, task_id: str, status: str) -> None:
+        for _attempt in range(5):
+            task = await self.client.get_task(task_id)
+            if task.status == status:
+                return
+            try:
+                await self.client.save_task_state(
+                    task_id, expected_version=task.version, status=status
+                )
+                return
+            except VersionConflict:
+                continue
+
+    async def _attach(self, session: StateroomSession, run_id: str) -> None:
+        for _attempt in range(5):
+            record = await self.client.get_session(session.session_id)
+            if run_id in record.attached_run_ids:
+                return
+            try:
+                await self.client.attach_session(
+                    session.session_id,
+                    run_id=run_id,
+                    user_id=session.user_id,
+                    expected_revision=record.revision,
+                )
+                return
+            except VersionConflict:
+                continue
+
+    async def _detach(self, session: StateroomSession, run_id: str) -> None:
+        for _attempt in range(5):
+            record = await self.client.get_session(session.session_id)
+            if run_id not in record.attached_run_ids or record.status in ("closed", "expired"):
+                return
+            try:
+                await self.client.detach_session(
+                    session.session_id,
+                    run_id=run_id,
+                    user_id=session.user_id,
+                    expected_revision=record.revision,
+                )
+                return
+            except VersionConflict:
+                continue
+
+    async def _event(self, run_id: str, type: str, payload: dict[str, Any]) -> None:
+        await self.client.append_events(run_id, [{"type": type, "payload": payload}])
+
+
+def _text(output: Any) -> Any:
+    if isinstance(output, str | int | float | bool) or output is None:
+        return output
+    try:
+        json.dumps(output)
+    except (TypeError, ValueError):
+        return str(output)
+    return output

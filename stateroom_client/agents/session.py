@@ -1,0 +1,186 @@
+"""`StateroomSession`: the Agents SDK `Session` protocol on a Stateroom session.
+
+Stateroom session items are append-only with gap-free seqs (they are the
+audited conversation record), so the two SDK operations that remove history
+append a tombstone instead of deleting:
+
+- `pop_item()` appends ``item_type="sdk.pop"`` with ``payload={"seq": n}``: the
+  item at seq n is no longer part of the agent's history.
+- `clear_session()` appends ``item_type="sdk.clear"``: every item before the
+  tombstone is no longer part of the agent's history.
+
+Readers fold the tombstones: `get_items()` returns what the agent should see,
+in seq order; the console and exports still show everything, tombstones
+included. Removing content for good is the admins' "delete content" action,
+not the agent's. A pop's tombstone carries the idempotency key ``pop:<seq>``
+and a nonce, so two concurrent pops cannot both take the same item: the loser's
+append is refused (`idempotency_key_reused`) and it pops the next one, while a
+retry of our own append replays it.
+
+SDK items are stored as the item's JSON in ``payload``, with ``item_type``
+``openai.<type>`` (``openai.message``, ``openai.function_call``, ...) and
+``role`` the message role (``tool`` for tool outputs).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from agents.items import TResponseInputItem
+from agents.memory.session_settings import SessionSettings, resolve_session_limit
+
+from ..aio import AsyncStateroomClient
+from ..errors import IdempotencyKeyReused, NotFound
+from ..models import SessionItem
+
+SDK_PREFIX = "openai."
+POP = "sdk.pop"
+CLEAR = "sdk.clear"
+_NEWEST = 2**53  # "before the end": larger than any seq
+_PAGE = 200
+
+_ROLES = {
+    "function_call": "assistant",
+    "function_call_output": "tool",
+    "reasoning": "assistant",
+    "computer_call": "assistant",
+    "computer_call_output": "tool",
+}
+
+
+def to_stateroom(item: TResponseInputItem) -> dict[str, Any]:
+    data = dict(item)
+    item_type = str(data.get("type") or "message")
+    role = str(data.get("role") or _ROLES.get(item_type, "assistant"))
+    return {"role": role, "item_type": SDK_PREFIX + item_type, "payload": data}
+
+
+class StateroomSession:
+    """Conversation memory of an SDK agent, kept in Stateroom session `session_id`.
+
+    The Stateroom session must exist (see `create`). `run_id`, when set, is
+    recorded on every item appended (the approval gate sets it while it runs).
+    """
+
+    def __init__(
+        self,
+        client: AsyncStateroomClient,
+        session_id: str,
+        *,
+        user_id: str = "",
+        run_id: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.user_id = user_id
+        self.run_id = run_id
+        self.session_settings = session_settings or SessionSettings()
+
+    @classmethod
+    async def create(
+        cls,
+        client: AsyncStateroomClient,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lease_seconds: int | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> StateroomSession:
+        """Create the Stateroom session and return the SDK session on it."""
+        record = await client.create_session(
+            user_id=user_id,
+            session_id=session_id or f"ses-{uuid.uuid4().hex[:16]}",
+            metadata=metadata,
+            lease_seconds=lease_seconds,
+        )
+        return cls(client, record.session_id, user_id=user_id, session_settings=session_settings)
+
+    @classmethod
+    async def open(
+        cls,
+        client: AsyncStateroomClient,
+        session_id: str,
+        *,
+        user_id: str,
+        metadata: dict[str, Any] | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> StateroomSession:
+        """The SDK session on `session_id`, creating the Stateroom session if it is missing."""
+        try:
+            await client.get_session(session_id)
+        except NotFound:
+            await client.create_session(user_id=user_id, session_id=session_id, metadata=metadata)
+        return cls(client, session_id, user_id=user_id, session_settings=session_settings)
+
+    # --- reading: newest first, folding tombstones ---------------------------
+    async def _visible_newest_first(self, want: int | None) -> list[SessionItem]:
+        """Up to `want` visible SDK items, newest first (all of them when None)."""
+        visible: list[SessionItem] = []
+        popped: set[int] = set()
+        before = _NEWEST
+        while want is None or len(visible) < want:
+            page = await self.client.get_items(self.session_id, before_seq=before, limit=_PAGE)
+            rows = page.results
+            for row in reversed(rows):
+                if row.item_type == CLEAR:
+                    return visible
+                if row.item_type == POP:
+                    popped.add(int((row.payload or {}).get("seq", 0)))
+                elif row.item_type.startswith(SDK_PREFIX) and row.seq not in popped:
+                    visible.append(row)
+                    if want is not None and len(visible) >= want:
+                        return visible
+            if len(rows) < _PAGE or rows[0].seq <= 1:
+                return visible
+            before = rows[0].seq
+        return visible
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history, oldest first; with `limit`, the newest `limit` items."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is not None and limit <= 0:
+            return []
+        rows = await self._visible_newest_first(limit)
+        return [row.payload for row in reversed(rows)]
+
+    # --- writing -------------------------------------------------------------
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        rows = [to_stateroom(item) for item in items]
+        for start in range(0, len(rows), _PAGE):
+            # A fresh key per append lets the client retry a lost answer
+            # without appending the items twice.
+            await self.client.append_items(
+                self.session_id,
+                rows[start : start + _PAGE],
+                run_id=self.run_id,
+                idempotency_key=f"add:{uuid.uuid4().hex}",
+            )
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        while True:
+            newest = await self._visible_newest_first(1)
+            if not newest:
+                return None
+            item = newest[0]
+            tombstone = {"seq": item.seq, "nonce": uuid.uuid4().hex}
+            try:
+                await self.client.append_items(
+                    self.session_id,
+                    [{"role": "system", "item_type": POP, "payload": tombstone}],
+                    run_id=self.run_id,
+                    idempotency_key=f"pop:{item.seq}",
+                )
+            except IdempotencyKeyReused:
+                continue  # another caller popped this item first: take the next one
+            return item.payload
+
+    async def clear_session(self) -> None:
+        await self.client.append_items(
+            self.session_id,
+            [{"role": "system", "item_type": CLEAR, "payload": {}}],
+            run_id=self.run_id,
+            idempotency_key=f"clear:{uuid.uuid4().hex}",
+        )

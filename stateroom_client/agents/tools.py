@@ -1,0 +1,196 @@
+"""`idempotent_tool`: a function tool whose side effect goes through the effect ledger.
+
+    @idempotent_tool(needs_approval=True)
+    def issue_refund(order_id: str, amount_cents: int) -> str:
+        ...
+
+It is `agents.function_tool` plus this, whenever the tool runs under an
+`ApprovalGate` (which binds the Stateroom run):
+
+1. record the effect under ``f"{run_id}:{tool_call_id}"`` (`record_effect`);
+   the key is the same on every replay of this call, in any process;
+2. if the ledger already holds it ``committed``: return the recorded output,
+   do not run the function again;
+   if ``failed``: raise `EffectFailed` (the model sees a tool error);
+   if ``started`` or ``unknown`` from an earlier attempt: the effect may or may
+   not have happened; raise `EffectOutcomeUnknown`, which stops the run (it is
+   not turned into a tool error for the model, which could call again under a
+   new call id) until a person settles the effect in the console;
+3. otherwise run the function, then `commit_effect` with its output (or
+   `fail_effect` with the error, and re-raise).
+
+Outside a gate the tool simply runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, get_origin, get_type_hints
+
+from agents import function_tool
+from agents.run_context import RunContextWrapper
+from agents.tool import FunctionTool, default_tool_error_function
+from agents.tool_context import ToolContext
+
+from ..aio import AsyncStateroomClient
+from ..models import Effect
+
+
+class LedgerHalt(Exception):
+    """Stops the whole run: never reported to the model as a tool error."""
+
+
+class EffectOutcomeUnknown(LedgerHalt):
+    """An earlier attempt recorded the effect but never committed or failed it."""
+
+    def __init__(self, effect: Effect) -> None:
+        super().__init__(
+            f"Effect {effect.effect_id} ({effect.tool_name}) is {effect.status!r}: it may have "
+            "happened. Settle it in the console before resuming."
+        )
+        self.effect = effect
+
+
+class EffectFailed(Exception):
+    """The ledger says this call failed before; it is not run again."""
+
+    def __init__(self, effect: Effect) -> None:
+        message = (effect.error or {}).get("message") if isinstance(effect.error, dict) else None
+        super().__init__(message or f"{effect.tool_name} failed earlier")
+        self.effect = effect
+
+
+@dataclass
+class Ledger:
+    """What a tool needs to consult the ledger: bound by the gate while a run executes."""
+
+    client: AsyncStateroomClient
+    run_id: str
+    approvals: dict[str, str] = field(default_factory=dict)  # call_id -> approval_id
+    executed: list[str] = field(default_factory=list)  # call ids run in this process
+    replayed: list[str] = field(default_factory=list)  # call ids answered from the ledger
+
+
+LEDGER: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar(
+    "stateroom_ledger", default=None
+)
+
+
+def effect_key(run_id: str, call_id: str) -> str:
+    return f"{run_id}:{call_id}"
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def _recorded_output(effect: Effect) -> Any:
+    if isinstance(effect.result, dict) and "output" in effect.result:
+        return effect.result["output"]
+    # Settled by a person without a recorded output.
+    return f"{effect.tool_name} already completed (effect {effect.effect_id})."
+
+
+async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_async: bool) -> Any:
+    async def run() -> Any:
+        if is_async:
+            return await invoke()
+        return await asyncio.to_thread(invoke)
+
+    ledger = LEDGER.get()
+    if ledger is None:
+        return await run()
+    try:
+        arguments = json.loads(ctx.tool_arguments or "{}")
+    except ValueError:
+        arguments = {"raw": ctx.tool_arguments}
+    effect = await ledger.client.record_effect(
+        ledger.run_id,
+        idempotency_key=effect_key(ledger.run_id, ctx.tool_call_id),
+        tool_name=ctx.tool_name,
+        request={"arguments": arguments},
+        approval_id=ledger.approvals.get(ctx.tool_call_id),
+    )
+    if effect.status == "committed":
+        ledger.replayed.append(ctx.tool_call_id)
+        return _recorded_output(effect)
+    if effect.status == "failed":
+        raise EffectFailed(effect)
+    if not effect.created:
+        raise EffectOutcomeUnknown(effect)
+    try:
+        output = await run()
+    except Exception as exc:
+        await ledger.client.fail_effect(
+            effect.effect_id, error={"message": str(exc), "type": type(exc).__name__}
+        )
+        raise
+    await ledger.client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
+    ledger.executed.append(ctx.tool_call_id)
+    return output
+
+
+def _takes_context(func: Callable[..., Any], hints: dict[str, Any]) -> bool:
+    params = list(inspect.signature(func).parameters.values())
+    if not params:
+        return False
+    annotation = hints.get(params[0].name, params[0].annotation)
+    origin = get_origin(annotation) or annotation
+    return origin is RunContextWrapper or origin is ToolContext
+
+
+def _guard(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`func` with a leading ToolContext parameter (so the SDK passes the call id)."""
+    hints = get_type_hints(func, include_extras=True)
+    signature = inspect.signature(func)
+    takes_context = _takes_context(func, hints)
+    is_async = inspect.iscoroutinefunction(func)
+
+    async def guarded(ctx: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
+        call_args = (ctx, *args) if takes_context else args
+        return await _through_ledger(ctx, lambda: func(*call_args, **kwargs), is_async)
+
+    params = list(signature.parameters.values())
+    if takes_context:
+        params[0] = params[0].replace(annotation=ToolContext)
+        hints[params[0].name] = ToolContext
+    else:
+        params.insert(
+            0,
+            inspect.Parameter(
+                "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ToolContext
+            ),
+        )
+        hints = {"ctx": ToolContext, **hints}
+    guarded.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    guarded.__annotations__ = hints
+    guarded.__name__ = func.__name__
+    guarded.__qualname__ = func.__qualname__
+    guarded.__doc__ = func.__doc__
+    guarded.__module__ = func.__module__
+    return guarded
+
+
+def idempotent_tool(func: Callable[..., Any] | None = None, /, **tool_kwargs: Any) -> Any:
+    """Like `agents.function_tool` (same keyword arguments), with the effect ledger."""
+
+    user_failure = tool_kwargs.pop("failure_error_function", default_tool_error_function)
+
+    def on_failure(ctx: RunContextWrapper[Any], error: Exception) -> Any:
+        if isinstance(error, LedgerHalt) or user_failure is None:
+            raise error
+        return user_failure(ctx, error)
+
+    def build(fn: Callable[..., Any]) -> FunctionTool:
+        return function_tool(_guard(fn), failure_error_function=on_failure, **tool_kwargs)
+
+    return build(func) if func is not None else build

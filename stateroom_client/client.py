@@ -1,0 +1,463 @@
+"""The synchronous Stateroom client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import httpx
+
+from . import models as m
+from ._core import (
+    RETRY_EXCEPTIONS,
+    RETRY_STATUSES,
+    UNSET,
+    Call,
+    Endpoints,
+    RetryPolicy,
+    api_root,
+    assert_decision,
+    clean_params,
+    next_page,
+    parse_response,
+    retry_after,
+    url,
+)
+from .errors import TransportError
+
+T = TypeVar("T")
+E = Endpoints
+
+
+class StateroomClient:
+    """Typed client of the Stateroom runtime API (`/api/v1`).
+
+    `base_url` is the server (``http://host:8000``) or its API root; `token` a
+    runtime token (or an operator token, for `decide_approval`). Use it as a
+    context manager, or call `close()`. `transport` is handed to httpx (tests,
+    proxies, mounting a WSGI app).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        retries: int = 3,
+        backoff: float = 0.25,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.root = api_root(base_url)
+        self.timeout = timeout
+        self.retry = RetryPolicy(retries=retries, backoff=backoff)
+        self._http = httpx.Client(
+            transport=transport,
+            timeout=timeout,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json",
+                "User-Agent": "stateroom-client",
+                **(headers or {}),
+            },
+        )
+
+    def __enter__(self) -> StateroomClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- transport ----------------------------------------------------------
+    def _call(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(
+                    call.method,
+                    url(call, self.root),
+                    params=clean_params(call.params),
+                    json=call.body,
+                    timeout=call.timeout or self.timeout,
+                )
+            except RETRY_EXCEPTIONS as exc:
+                if call.retry and attempt < self.retry.retries:
+                    time.sleep(self.retry.delay(attempt))
+                    attempt += 1
+                    continue
+                raise TransportError(
+                    str(exc) or type(exc).__name__, code="connection_error"
+                ) from exc
+            except httpx.TimeoutException as exc:
+                raise TransportError(str(exc) or "timed out", code="timeout") from exc
+            except httpx.HTTPError as exc:
+                raise TransportError(str(exc), code="transport_error") from exc
+            if (
+                response.status_code in RETRY_STATUSES
+                and call.retry
+                and attempt < self.retry.retries
+            ):
+                time.sleep(self.retry.delay(attempt, retry_after(response)))
+                attempt += 1
+                continue
+            return parse_response(call, response)
+
+    def _pages(self, call: Call[m.Page[T]]) -> Iterator[T]:
+        current: Call[m.Page[T]] | None = call
+        while current is not None:
+            page = self._call(current)
+            yield from page.results
+            current = next_page(current, page)
+
+    # --- who am I -----------------------------------------------------------
+    def me(self) -> m.Me:
+        return self._call(E.me())
+
+    # --- sessions -----------------------------------------------------------
+    def create_session(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lease_seconds: int | None = None,
+    ) -> m.Session:
+        return self._call(
+            E.create_session(
+                user_id=user_id,
+                session_id=session_id,
+                metadata=metadata,
+                lease_seconds=lease_seconds,
+            )
+        )
+
+    def get_session(self, session_id: str) -> m.Session:
+        return self._call(E.get_session(session_id))
+
+    def list_sessions(
+        self, *, status: str | None = None, user_id: str | None = None, limit: int | None = None
+    ) -> m.Page[m.Session]:
+        return self._call(E.list_sessions(status=status, user_id=user_id, limit=limit))
+
+    def iter_sessions(
+        self, *, status: str | None = None, user_id: str | None = None, page_size: int = 100
+    ) -> Iterator[m.Session]:
+        return self._pages(E.list_sessions(status=status, user_id=user_id, limit=page_size))
+
+    def attach_session(
+        self, session_id: str, *, run_id: str, user_id: str, expected_revision: int
+    ) -> m.Session:
+        return self._call(
+            E.attach_session(
+                session_id, run_id=run_id, user_id=user_id, expected_revision=expected_revision
+            )
+        )
+
+    def detach_session(
+        self, session_id: str, *, run_id: str, user_id: str, expected_revision: int
+    ) -> m.Session:
+        return self._call(
+            E.detach_session(
+                session_id, run_id=run_id, user_id=user_id, expected_revision=expected_revision
+            )
+        )
+
+    def heartbeat_session(self, session_id: str, *, lease_seconds: int | None = None) -> m.Session:
+        return self._call(E.heartbeat_session(session_id, lease_seconds=lease_seconds))
+
+    def close_session(self, session_id: str, *, reason: str | None = None) -> m.Session:
+        return self._call(E.close_session(session_id, reason=reason))
+
+    def get_items(
+        self,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+    ) -> m.Page[m.SessionItem]:
+        return self._call(
+            E.get_items(session_id, after_seq=after_seq, before_seq=before_seq, limit=limit)
+        )
+
+    def iter_items(
+        self, session_id: str, *, after_seq: int | None = None, page_size: int = 500
+    ) -> Iterator[m.SessionItem]:
+        """Every item after `after_seq`, in seq order, page by page."""
+        return self._pages(
+            E.get_items(session_id, after_seq=after_seq, before_seq=None, limit=page_size)
+        )
+
+    def append_items(
+        self,
+        session_id: str,
+        items: list[dict[str, Any]],
+        *,
+        run_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> m.AppendResult:
+        return self._call(
+            E.append_items(session_id, items=items, run_id=run_id, idempotency_key=idempotency_key)
+        )
+
+    # --- runs ---------------------------------------------------------------
+    def create_run(
+        self,
+        *,
+        run_id: str | None = None,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        active_agent: str | None = None,
+        deadline_at: datetime | str | None = None,
+    ) -> m.Run:
+        return self._call(
+            E.create_run(
+                run_id=run_id,
+                session_id=session_id,
+                task_id=task_id,
+                active_agent=active_agent,
+                deadline_at=deadline_at,
+            )
+        )
+
+    def get_run(self, run_id: str) -> m.Run:
+        return self._call(E.get_run(run_id))
+
+    def list_runs(
+        self,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> m.Page[m.Run]:
+        return self._call(E.list_runs(status=status, session_id=session_id, limit=limit))
+
+    def iter_runs(
+        self, *, status: str | None = None, session_id: str | None = None, page_size: int = 100
+    ) -> Iterator[m.Run]:
+        return self._pages(E.list_runs(status=status, session_id=session_id, limit=page_size))
+
+    def transition_run(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        status: str | None = None,
+        turn_index: int | None = None,
+        current_node_id: str | None = None,
+        active_agent: str | None = None,
+        token_used: int | None = None,
+        cost_used: Decimal | str | None = None,
+        last_checkpoint_id: str | None = None,
+        error: Any = UNSET,
+    ) -> m.Run:
+        """Compare-and-set: raises `VersionConflict` (with `.current_version`) if stale."""
+        return self._call(
+            E.transition_run(
+                run_id,
+                expected_version=expected_version,
+                status=status,
+                turn_index=turn_index,
+                current_node_id=current_node_id,
+                active_agent=active_agent,
+                token_used=token_used,
+                cost_used=cost_used,
+                last_checkpoint_id=last_checkpoint_id,
+                error=error,
+            )
+        )
+
+    def append_events(self, run_id: str, events: list[dict[str, Any]]) -> m.AppendResult:
+        return self._call(E.append_events(run_id, events=events))
+
+    def get_events(
+        self, run_id: str, *, after: int | None = None, limit: int | None = None
+    ) -> m.Page[m.RunEvent]:
+        return self._call(E.get_events(run_id, after=after, limit=limit))
+
+    def iter_events(
+        self, run_id: str, *, after: int | None = None, page_size: int = 500
+    ) -> Iterator[m.RunEvent]:
+        return self._pages(E.get_events(run_id, after=after, limit=page_size))
+
+    # --- approvals ----------------------------------------------------------
+    def request_approval(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        tool_name: str,
+        arguments: dict[str, Any],
+        risk: str,
+        reason: str | None = None,
+        expires_at: datetime | str | None = None,
+        approval_id: str | None = None,
+    ) -> m.Approval:
+        """Ask a person; the run moves to `waiting_approval` (one pending approval at a time)."""
+        return self._call(
+            E.request_approval(
+                run_id,
+                expected_version=expected_version,
+                tool_name=tool_name,
+                arguments=arguments,
+                risk=risk,
+                reason=reason,
+                expires_at=expires_at,
+                approval_id=approval_id,
+            )
+        )
+
+    def get_approval(self, approval_id: str, *, wait: float | None = None) -> m.Approval:
+        """With `wait` (seconds, at most 30) the server answers once it is decided, or at the end."""
+        return self._call(E.get_approval(approval_id, wait=wait, timeout=self.timeout))
+
+    def wait_for_decision(
+        self, approval_id: str, *, timeout: float | None = None, poll: float = 30
+    ) -> m.Approval:
+        """Long-poll until the approval is no longer pending, or `timeout` seconds pass."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = poll if deadline is None else min(poll, deadline - time.monotonic())
+            approval = self.get_approval(approval_id, wait=max(1, int(wait)))
+            if not approval.is_pending or (deadline is not None and time.monotonic() >= deadline):
+                return approval
+
+    def list_approvals(
+        self, *, status: str | None = None, run_id: str | None = None, limit: int | None = None
+    ) -> m.Page[m.Approval]:
+        return self._call(E.list_approvals(status=status, run_id=run_id, limit=limit))
+
+    def iter_approvals(
+        self, *, status: str | None = None, run_id: str | None = None, page_size: int = 100
+    ) -> Iterator[m.Approval]:
+        return self._pages(E.list_approvals(status=status, run_id=run_id, limit=page_size))
+
+    def cancel_approval(self, approval_id: str, *, reason: str | None = None) -> m.Approval:
+        return self._call(E.cancel_approval(approval_id, reason=reason))
+
+    def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        decision: str,
+        reason: str = "",
+        approved_arguments: dict[str, Any] | None = None,
+    ) -> m.Approval:
+        """Approve or reject (needs an operator token). A second decision is `AlreadyDecided`."""
+        assert_decision(decision)
+        return self._call(
+            E.decide_approval(
+                approval_id,
+                decision=decision,
+                reason=reason,
+                approved_arguments=approved_arguments,
+            )
+        )
+
+    # --- effects ------------------------------------------------------------
+    def record_effect(
+        self,
+        run_id: str,
+        *,
+        idempotency_key: str,
+        tool_name: str,
+        request: dict[str, Any],
+        node_id: str | None = None,
+        approval_id: str | None = None,
+    ) -> m.Effect:
+        """Record (or find) the effect under `idempotency_key`; `.created` tells which."""
+        return self._call(
+            E.record_effect(
+                run_id,
+                idempotency_key=idempotency_key,
+                tool_name=tool_name,
+                request=request,
+                node_id=node_id,
+                approval_id=approval_id,
+            )
+        )
+
+    def commit_effect(self, effect_id: str, *, result: Any) -> m.Effect:
+        return self._call(E.commit_effect(effect_id, result=result))
+
+    def fail_effect(self, effect_id: str, *, error: dict[str, Any]) -> m.Effect:
+        return self._call(E.fail_effect(effect_id, error=error))
+
+    def find_effect(self, idempotency_key: str) -> m.Effect | None:
+        return self._call(E.find_effect(idempotency_key))
+
+    def list_effects(
+        self, *, idempotency_key: str | None = None, limit: int | None = None
+    ) -> m.Page[m.Effect]:
+        return self._call(E.list_effects(idempotency_key=idempotency_key, limit=limit))
+
+    def list_run_effects(self, run_id: str, *, limit: int | None = None) -> m.Page[m.Effect]:
+        return self._call(E.list_run_effects(run_id, limit=limit))
+
+    def iter_run_effects(self, run_id: str, *, page_size: int = 100) -> Iterator[m.Effect]:
+        return self._pages(E.list_run_effects(run_id, limit=page_size))
+
+    # --- tasks --------------------------------------------------------------
+    def create_task(
+        self,
+        *,
+        objective: str,
+        task_id: str | None = None,
+        constraints: list[str] | None = None,
+    ) -> m.Task:
+        return self._call(
+            E.create_task(objective=objective, task_id=task_id, constraints=constraints)
+        )
+
+    def get_task(self, task_id: str) -> m.Task:
+        return self._call(E.get_task(task_id))
+
+    def save_task_state(
+        self,
+        task_id: str,
+        *,
+        expected_version: int,
+        plan_version: str | None = None,
+        completed_nodes: list[str] | None = None,
+        pending_nodes: list[str] | None = None,
+        pending_approvals: list[str] | None = None,
+        artifact_refs: list[str] | None = None,
+        external_effect_records: list[str] | None = None,
+        status: str | None = None,
+    ) -> m.Task:
+        """Compare-and-set on `version`: raises `VersionConflict` if stale."""
+        return self._call(
+            E.save_task_state(
+                task_id,
+                expected_version=expected_version,
+                plan_version=plan_version,
+                completed_nodes=completed_nodes,
+                pending_nodes=pending_nodes,
+                pending_approvals=pending_approvals,
+                artifact_refs=artifact_refs,
+                external_effect_records=external_effect_records,
+                status=status,
+            )
+        )
+
+    def append_checkpoint(
+        self, task_id: str, *, state: Any, schema_version: int = 1, node_id: str | None = None
+    ) -> m.CheckpointRef:
+        return self._call(
+            E.append_checkpoint(
+                task_id, schema_version=schema_version, state=state, node_id=node_id
+            )
+        )
+
+    def latest_checkpoint(self, task_id: str) -> m.Checkpoint:
+        return self._call(E.latest_checkpoint(task_id))
+
+    def get_checkpoint(self, task_id: str, checkpoint_id: str) -> m.Checkpoint:
+        return self._call(E.get_checkpoint(task_id, checkpoint_id))
