@@ -51,11 +51,26 @@ class ApprovalRequest(TenantOwned):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True, default="")
     approved_arguments = models.JSONField(null=True, blank=True)
+    # The runtime token that asked: the one allowed to cancel, and whose
+    # webhook (if any) hears about the decision.
+    requested_by_token = models.ForeignKey(
+        "tenancy_app.RuntimeToken",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "approval_id"], name="approval_public_id_uniq"
+            ),
+            # A run waits on at most one approval at a time.
+            models.UniqueConstraint(
+                fields=["tenant", "run"],
+                condition=models.Q(status="pending"),
+                name="approval_one_pending_per_run",
             ),
         ]
         indexes = [
@@ -69,3 +84,7 @@ class ApprovalRequest(TenantOwned):
 
     def __str__(self) -> str:
         return self.approval_id
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ApprovalStatus.PENDING

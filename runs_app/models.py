@@ -49,6 +49,10 @@ class Run(TenantOwned):
         "tasks_app.Task", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
     )
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.CREATED)
+    # The status before the last version bump: the conditional UPDATE sets it
+    # from the old row (`previous_status = status`), so its RETURNING clause
+    # gives the transition history both ends without reading the row first.
+    previous_status = models.CharField(max_length=20, blank=True, default="")
     turn_index = models.IntegerField(default=0)
     active_agent = models.CharField(max_length=200, blank=True, default="")
     current_node_id = models.CharField(max_length=200, blank=True, default="")

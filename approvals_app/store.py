@@ -1,0 +1,590 @@
+"""ApprovalStore: risky tool calls waiting for a person, decided exactly once.
+
+An approval is bound to the exact call it was asked for: `call_digest`
+(see `call_digest()`) and `run_version`, the run's version right after the
+request moved it to `waiting_approval` (the request's `expected_version` + 1),
+i.e. the version at which the run waits for this decision. A decision given
+`expected_run_version` is refused (409 `call_changed`) if the run has moved
+since then.
+
+Lock order, everywhere: the run row first, then the approval row. Decisions,
+cancellations and expiries all lock both; the sweep only takes rows nobody
+holds (`skip_locked`), so nothing here can deadlock with itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, QuerySet
+
+from runs_app.models import Run, RunStatus
+from runs_app.store import RunStateStore
+from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
+from stateroom.ids import is_valid_public_id, new_public_id
+from tenancy_app.base_store import BaseStore
+from tenancy_app.models import RuntimeToken, Tenant
+
+from .models import RISK_RANK, ApprovalRequest, ApprovalStatus, Risk
+from .webhooks import notify_decision
+
+DECISIONS = ("approve", "reject")
+REASON_REQUIRED_RISKS = frozenset({Risk.HIGH, Risk.CRITICAL})
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def call_digest(tool_name: str, arguments: dict[str, Any]) -> str:
+    """sha256 hex of the canonical JSON array `[tool_name, arguments]`.
+
+    Canonical: keys sorted, separators `,` and `:`, ASCII escapes
+    (`json.dumps(..., sort_keys=True, separators=(",", ":"))`), UTF-8 encoded.
+    """
+    return hashlib.sha256(canonical_json([tool_name, arguments]).encode()).hexdigest()
+
+
+def arguments_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Top-level difference between the asked and the approved arguments."""
+    return {
+        "added": {k: after[k] for k in sorted(after.keys() - before.keys())},
+        "removed": sorted(before.keys() - after.keys()),
+        "changed": {
+            k: {"old": before[k], "new": after[k]}
+            for k in sorted(before.keys() & after.keys())
+            if canonical_json(before[k]) != canonical_json(after[k])
+        },
+    }
+
+
+class ApprovalStore(BaseStore):
+    # --- reads ------------------------------------------------------------
+    def _approvals(self) -> QuerySet[ApprovalRequest]:
+        return ApprovalRequest.objects.filter(tenant=self.tenant)
+
+    def get(self, approval_id: str) -> ApprovalRequest:
+        approval = self._approvals().select_related("run").filter(approval_id=approval_id).first()
+        if approval is None:
+            raise NotFound("No such approval.", details={"approval_id": approval_id})
+        return approval
+
+    def list_approvals(
+        self, *, status: str | None = None, run_id: str | None = None
+    ) -> QuerySet[ApprovalRequest]:
+        """Unordered; callers keyset by id."""
+        approvals = self._approvals().select_related("run")
+        if status:
+            if status not in ApprovalStatus.values:
+                raise Unprocessable(
+                    "Unknown approval status.",
+                    details={"status": [f"must be one of {', '.join(ApprovalStatus.values)}"]},
+                )
+            approvals = approvals.filter(status=status)
+        if run_id:
+            approvals = approvals.filter(run__run_id=run_id)
+        return approvals
+
+    def inbox(self) -> QuerySet[ApprovalRequest]:
+        """Pending, most urgent first: risk desc, expiry soonest (none last), then oldest."""
+        return (
+            self._approvals()
+            .filter(status=ApprovalStatus.PENDING)
+            .select_related("run", "run__session")
+            .order_by("-risk_rank", F("expires_at").asc(nulls_last=True), "id")
+        )
+
+    def digest(self, approval: ApprovalRequest) -> str:
+        """What a console embeds to bind a decision to the call it showed."""
+        return call_digest(approval.tool_name, approval.arguments)
+
+    # --- the runtime asks -------------------------------------------------
+    def request(
+        self,
+        *,
+        run_id: str,
+        expected_version: int,
+        tool_name: str,
+        arguments: dict[str, Any],
+        risk: str,
+        reason: str = "",
+        expires_at: datetime | None = None,
+        approval_id: str | None = None,
+        worker: str | None = None,
+    ) -> ApprovalRequest:
+        """Ask for a decision; the run moves to `waiting_approval` in the same transaction.
+
+        The run must be at `expected_version` (409 `version_conflict`), may go
+        to `waiting_approval` (409 `invalid_transition`) and waits on no other
+        approval (409 `approval_pending`). `run_version` is recorded as the
+        run's version after that move (`expected_version` + 1).
+        """
+        now = self.now()
+        with transaction.atomic():
+            run = RunStateStore(self.tenant, self.actor, clock=self.now).get(run_id)
+            self._validate_request(
+                tool_name=tool_name,
+                arguments=arguments,
+                risk=risk,
+                reason=reason,
+                expires_at=expires_at,
+                approval_id=approval_id,
+                now=now,
+            )
+            if run.version == expected_version and not run.is_terminal and run.pending_approval_id:
+                raise Conflict(
+                    "The run already waits on an approval.",
+                    code="approval_pending",
+                    details={"pending_approval_id": run.pending_approval_id},
+                )
+            approval_id = approval_id or new_public_id("apr")
+            if self._approvals().filter(approval_id=approval_id).exists():
+                raise Conflict("An approval with this id exists.", code="approval_exists")
+            moved = RunStateStore(self.tenant, self.actor, clock=self.now).compare_and_set(
+                run_id=run_id,
+                expected_version=expected_version,
+                changes={"status": RunStatus.WAITING_APPROVAL, "pending_approval_id": approval_id},
+                worker=worker,
+            )
+            token_id = int(self.actor.id) if self.actor.kind == "token" else None
+            try:
+                with transaction.atomic():
+                    approval = ApprovalRequest.objects.create(
+                        tenant=self.tenant,
+                        approval_id=approval_id,
+                        run=moved,
+                        tool_name=tool_name,
+                        arguments=arguments,
+                        call_digest=call_digest(tool_name, arguments),
+                        run_version=moved.version,
+                        risk=risk,
+                        risk_rank=RISK_RANK[Risk(risk)],
+                        reason=reason or "",
+                        status=ApprovalStatus.PENDING,
+                        expires_at=expires_at,
+                        created_at=now,
+                        requested_by_token_id=token_id,
+                    )
+            except IntegrityError as exc:
+                raise Conflict("An approval with this id exists.", code="approval_exists") from exc
+            self.audit(
+                "approval.requested",
+                target_type="approval",
+                target_id=approval.approval_id,
+                after={
+                    "run_id": moved.run_id,
+                    "tool_name": tool_name,
+                    "risk": risk,
+                    "call_digest": approval.call_digest,
+                    "run_version": moved.version,
+                },
+                reason=reason,
+            )
+        return approval
+
+    # --- people decide ----------------------------------------------------
+    def decide(
+        self,
+        *,
+        approval_id: str,
+        decision: str,
+        reason: str = "",
+        approved_arguments: dict[str, Any] | None = None,
+        expected_digest: str | None = None,
+        expected_run_version: int | None = None,
+    ) -> ApprovalRequest:
+        """Approve or reject, exactly once; the run goes back to `running`.
+
+        Refusals, in this order (nothing written): 404; 422 bad decision or
+        arguments; 409 `already_decided` (details decided_by, decided_at,
+        status); 409 `approval_expired` when `expires_at` has passed (this one
+        records the expiry, `keep_changes`); 409 `call_changed` when
+        `expected_digest` or `expected_run_version` no longer match; 422 a
+        reason is required (reject, high, critical); 409
+        `second_approver_required` when four-eyes applies and the first
+        approver approves again.
+
+        Four-eyes (tenant.four_eyes_critical, risk critical): the first approval
+        only records `first_approved_by` (audited `approval.first_approval`)
+        and the approval stays pending; a second, different person decides.
+        One rejection is enough.
+        """
+        if decision not in DECISIONS:
+            raise Unprocessable(
+                "decision must be approve or reject.",
+                details={"decision": ["must be approve or reject"]},
+            )
+        if approved_arguments is not None:
+            if decision != "approve":
+                raise Unprocessable(
+                    "Only an approval carries approved_arguments.",
+                    details={"approved_arguments": ["only with approve"]},
+                )
+            if not isinstance(approved_arguments, dict):
+                raise Unprocessable(
+                    "approved_arguments must be an object.",
+                    details={"approved_arguments": ["must be an object"]},
+                )
+        expired: Conflict | None = None
+        with transaction.atomic():
+            run, approval = self._lock(approval_id)
+            if approval.status != ApprovalStatus.PENDING:
+                raise self._already_decided(approval)
+            if self._is_due(approval):
+                self._expire_locked(approval, run)
+                expired = Conflict(
+                    "The approval expired before the decision.",
+                    code="approval_expired",
+                    details={
+                        "status": approval.status,
+                        "expires_at": approval.expires_at.isoformat(),
+                    },
+                )
+                expired.keep_changes = True
+            else:
+                self._check_binding(approval, run, expected_digest, expected_run_version)
+                if not (reason or "").strip() and (
+                    decision == "reject" or approval.risk in REASON_REQUIRED_RISKS
+                ):
+                    raise Unprocessable(
+                        "A reason is required to reject, and to approve high or critical risk.",
+                        details={"reason": ["required"]},
+                    )
+                if decision == "approve" and self._needs_second_approver(approval):
+                    return self._first_approval(approval, reason, approved_arguments)
+                self._decide_locked(approval, run, decision, reason, approved_arguments)
+        if expired is not None:
+            raise expired
+        return approval
+
+    # --- the runtime withdraws; time runs out ------------------------------
+    def cancel(self, *, approval_id: str, reason: str = "") -> ApprovalRequest:
+        """The runtime that asked withdraws its request; the run goes back to `running`.
+
+        Another runtime token of the tenant gets 403; a decided approval 409
+        `already_decided`.
+        """
+        with transaction.atomic():
+            run, approval = self._lock(approval_id)
+            if (
+                self.actor.kind == "token"
+                and approval.requested_by_token_id is not None
+                and self.actor.id != str(approval.requested_by_token_id)
+            ):
+                raise Forbidden("Only the runtime that asked may cancel.", code="not_requester")
+            if approval.status != ApprovalStatus.PENDING:
+                raise self._already_decided(approval)
+            self._close(approval, ApprovalStatus.CANCELLED, reason)
+            self._release_run(run, approval, to_status=RunStatus.RUNNING)
+            self.audit(
+                "approval.cancelled",
+                target_type="approval",
+                target_id=approval.approval_id,
+                before={"status": ApprovalStatus.PENDING},
+                after={"status": approval.status, "run_status": run.status},
+                reason=reason,
+            )
+        return approval
+
+    def expire(self, *, approval_id: str) -> ApprovalRequest:
+        """Expire a pending approval now (409 `already_decided` if it is not pending).
+
+        The run waiting on it is `suspended` (checkpointed, resumable: the
+        runtime sees the expiry and asks again or gives up) and its
+        `pending_approval_id` cleared. Audited `approval.expired` with the
+        store's actor (the system, for the sweep); the requesting runtime's
+        webhook hears of it.
+        """
+        with transaction.atomic():
+            run, approval = self._lock(approval_id)
+            if approval.status != ApprovalStatus.PENDING:
+                raise self._already_decided(approval)
+            self._expire_locked(approval, run)
+        return approval
+
+    def expire_overdue(self, *, limit: int = 500) -> int:
+        """Sweep: pending approvals past `expires_at` -> `expired`, as `expire` does.
+
+        Bounded to `limit`. Each expiry locks its run and approval with
+        `skip_locked` and re-checks `pending` and the deadline under the lock,
+        so two sweeps at once (or a sweep racing a decision) expire each
+        approval at most once and never wait on each other.
+        """
+        now = self.now()
+        due = list(
+            self._approvals()
+            .filter(status=ApprovalStatus.PENDING, expires_at__lt=now)
+            .order_by("expires_at", "id")
+            .values_list("pk", "run_id")[:limit]
+        )
+        expired = 0
+        for approval_pk, run_pk in due:
+            with transaction.atomic():
+                run = (
+                    Run.objects.select_for_update(skip_locked=True)
+                    .filter(tenant=self.tenant, pk=run_pk)
+                    .first()
+                )
+                approval = (
+                    self._approvals()
+                    .select_for_update(skip_locked=True)
+                    .filter(pk=approval_pk, status=ApprovalStatus.PENDING, expires_at__lt=now)
+                    .first()
+                    if run is not None
+                    else None
+                )
+                if approval is None:
+                    continue
+                self._expire_locked(approval, run)
+                expired += 1
+        return expired
+
+    def withdraw_for_run(self, *, run: Run, reason: str) -> int:
+        """A run that ended waits on nothing: cancel its pending approval (audited).
+
+        Called by RunStateStore in the transaction that ends the run (which
+        holds the run's row lock).
+        """
+        withdrawn = 0
+        for approval in (
+            self._approvals().select_for_update().filter(run=run, status=ApprovalStatus.PENDING)
+        ):
+            self._close(approval, ApprovalStatus.CANCELLED, reason)
+            self.audit(
+                "approval.cancelled",
+                target_type="approval",
+                target_id=approval.approval_id,
+                before={"status": ApprovalStatus.PENDING},
+                after={"status": approval.status, "run_status": run.status},
+                reason=reason,
+            )
+            withdrawn += 1
+        return withdrawn
+
+    # --- internals --------------------------------------------------------
+    def _validate_request(
+        self,
+        *,
+        tool_name: str,
+        arguments: Any,
+        risk: str,
+        reason: str,
+        expires_at: datetime | None,
+        approval_id: str | None,
+        now: datetime,
+    ) -> None:
+        errors: dict[str, list[str]] = {}
+        if not isinstance(tool_name, str) or not 1 <= len(tool_name) <= 200:
+            errors["tool_name"] = ["1-200 characters"]
+        if not isinstance(arguments, dict):
+            errors["arguments"] = ["must be an object"]
+        else:
+            try:
+                canonical_json(arguments)
+            except (TypeError, ValueError):
+                errors["arguments"] = ["must be JSON"]
+        if risk not in Risk.values:
+            errors["risk"] = [f"must be one of {', '.join(Risk.values)}"]
+        if not isinstance(reason, str):
+            errors["reason"] = ["must be a string"]
+        if expires_at is not None and (expires_at.tzinfo is None or expires_at <= now):
+            errors["expires_at"] = ["must be a time in the future, with a time zone"]
+        if approval_id is not None and not is_valid_public_id(approval_id):
+            errors["approval_id"] = ["1-128 characters of [A-Za-z0-9._:-]"]
+        if errors:
+            raise Unprocessable("Some fields are invalid.", details=errors)
+
+    def _lock(self, approval_id: str) -> tuple[Run, ApprovalRequest]:
+        """Lock the run, then the approval (the one lock order of this module)."""
+        head = self.get(approval_id)
+        run = Run.objects.select_for_update().get(tenant=self.tenant, pk=head.run_id)
+        approval = self._approvals().select_for_update().get(pk=head.pk)
+        approval.run = run
+        return run, approval
+
+    def _is_due(self, approval: ApprovalRequest) -> bool:
+        return approval.expires_at is not None and approval.expires_at <= self.now()
+
+    def _actor_key(self) -> str:
+        return f"{self.actor.kind}:{self.actor.id}"
+
+    @staticmethod
+    def _already_decided(approval: ApprovalRequest) -> Conflict:
+        return Conflict(
+            f"The approval is already {approval.status}.",
+            code="already_decided",
+            details={
+                "status": approval.status,
+                "decided_by": approval.decided_by,
+                "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
+            },
+        )
+
+    def _check_binding(
+        self,
+        approval: ApprovalRequest,
+        run: Run,
+        expected_digest: str | None,
+        expected_run_version: int | None,
+    ) -> None:
+        changed: dict[str, Any] = {}
+        current_digest = self.digest(approval)
+        if expected_digest is not None and expected_digest != current_digest:
+            changed["call_digest"] = {"expected": expected_digest, "current": current_digest}
+        if expected_run_version is not None and expected_run_version != run.version:
+            changed["run_version"] = {"expected": expected_run_version, "current": run.version}
+        if changed:
+            raise Conflict(
+                "The call or the run changed since it was shown; look again.",
+                code="call_changed",
+                details=changed,
+            )
+
+    def _needs_second_approver(self, approval: ApprovalRequest) -> bool:
+        if approval.risk != Risk.CRITICAL:
+            return False
+        four_eyes = (
+            Tenant.objects.filter(pk=self.tenant.pk)
+            .values_list("four_eyes_critical", flat=True)
+            .first()
+        )
+        if not four_eyes:
+            return False
+        if not approval.first_approved_by_id:
+            return True
+        if approval.first_approved_by_id == self._actor_key():
+            raise Conflict(
+                "Critical calls need a second, different approver.",
+                code="second_approver_required",
+                details={
+                    "first_approved_by": approval.first_approved_by,
+                    "first_approved_at": approval.first_approved_at.isoformat(),
+                },
+            )
+        return False
+
+    def _first_approval(
+        self,
+        approval: ApprovalRequest,
+        reason: str,
+        approved_arguments: dict[str, Any] | None,
+    ) -> ApprovalRequest:
+        approval.first_approved_by = self.actor.label[:200]
+        approval.first_approved_by_id = self._actor_key()[:64]
+        approval.first_approved_at = self.now()
+        approval.save(
+            update_fields=["first_approved_by", "first_approved_by_id", "first_approved_at"]
+        )
+        after: dict[str, Any] = {"status": approval.status, "first_approved_by": self.actor.label}
+        if approved_arguments is not None:
+            after["approved_arguments_diff"] = arguments_diff(
+                approval.arguments, approved_arguments
+            )
+        self.audit(
+            "approval.first_approval",
+            target_type="approval",
+            target_id=approval.approval_id,
+            before={"status": ApprovalStatus.PENDING},
+            after=after,
+            reason=reason,
+        )
+        return approval
+
+    def _decide_locked(
+        self,
+        approval: ApprovalRequest,
+        run: Run,
+        decision: str,
+        reason: str,
+        approved_arguments: dict[str, Any] | None,
+    ) -> None:
+        status = ApprovalStatus.APPROVED if decision == "approve" else ApprovalStatus.REJECTED
+        approval.approved_arguments = approved_arguments
+        self._close(approval, status, reason)
+        self._release_run(run, approval, to_status=RunStatus.RUNNING)
+        after: dict[str, Any] = {"status": status, "run_status": run.status}
+        if approval.first_approved_by:
+            after["first_approved_by"] = approval.first_approved_by
+        if approved_arguments is not None:
+            after["approved_arguments_diff"] = arguments_diff(
+                approval.arguments, approved_arguments
+            )
+        self.audit(
+            f"approval.{status}",
+            target_type="approval",
+            target_id=approval.approval_id,
+            before={"status": ApprovalStatus.PENDING},
+            after=after,
+            reason=reason,
+        )
+        self._notify(approval)
+
+    def _expire_locked(self, approval: ApprovalRequest, run: Run) -> None:
+        self._close(approval, ApprovalStatus.EXPIRED, "")
+        self._release_run(run, approval, to_status=RunStatus.SUSPENDED)
+        self.audit(
+            "approval.expired",
+            target_type="approval",
+            target_id=approval.approval_id,
+            before={"status": ApprovalStatus.PENDING},
+            after={
+                "status": approval.status,
+                "expires_at": approval.expires_at,
+                "run_status": run.status,
+            },
+        )
+        self._notify(approval)
+
+    def _close(self, approval: ApprovalRequest, status: str, reason: str) -> None:
+        approval.status = status
+        approval.decided_by = self.actor.label[:200]
+        approval.decided_by_id = self._actor_key()[:64]
+        approval.decided_at = self.now()
+        approval.decision_reason = reason or ""
+        approval.save(
+            update_fields=[
+                "status",
+                "decided_by",
+                "decided_by_id",
+                "decided_at",
+                "decision_reason",
+                "approved_arguments",
+            ]
+        )
+
+    def _release_run(self, run: Run, approval: ApprovalRequest, *, to_status: str) -> None:
+        """The run stops waiting on this approval (a CAS on the locked run's version).
+
+        Only a run still pointing at this approval is touched; one in
+        `waiting_approval` moves to `to_status`, any other keeps its status.
+        """
+        if run.is_terminal or run.pending_approval_id != approval.approval_id:
+            return
+        changes: dict[str, Any] = {"pending_approval_id": ""}
+        if run.status == RunStatus.WAITING_APPROVAL:
+            changes["status"] = to_status
+        moved = RunStateStore(self.tenant, self.actor, clock=self.now).compare_and_set(
+            run_id=run.run_id, expected_version=run.version, changes=changes
+        )
+        for field in ("status", "pending_approval_id", "version", "updated_at"):
+            setattr(run, field, getattr(moved, field))
+
+    def _notify(self, approval: ApprovalRequest) -> None:
+        """Tell the requesting runtime's webhook, once the decision is committed."""
+        if approval.requested_by_token_id is None:
+            return
+        has_webhook = (
+            RuntimeToken.objects.filter(
+                pk=approval.requested_by_token_id, tenant=self.tenant, revoked_at__isnull=True
+            )
+            .exclude(webhook_url="")
+            .exists()
+        )
+        if not has_webhook:
+            return
+        tenant_id, approval_id = self.tenant.pk, approval.approval_id
+        transaction.on_commit(lambda: notify_decision.delay(tenant_id, approval_id), robust=True)

@@ -1,0 +1,710 @@
+"""RunStateStore: the current facts of one execution (seed 000).
+
+Every change of a run is a compare-and-set on its `version`: one conditional
+`UPDATE … WHERE tenant AND run_id AND version = expected AND <status, claim>
+RETURNING *`. Exactly one of N racing writers matches the row; the others
+update 0 rows and only then is the row read, to say why (404, stale version,
+illegal transition, live claim of another worker). Each successful CAS writes
+one `RunTransition` row, so the transitions of a run are its version history.
+
+Runtime writes (create, CAS, events, node executions) are not audited; the
+actions of people and of the system (`run.cancelled`, `run.deadline_exceeded`)
+are, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max, QuerySet
+
+from sessions_app.models import Session
+from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.ids import is_valid_public_id, new_public_id
+from tasks_app.models import Task
+from tenancy_app.base_store import BaseStore
+
+from .models import (
+    RUN_TRANSITIONS,
+    TERMINAL_RUN_STATUSES,
+    NodeExecution,
+    NodeStatus,
+    Run,
+    RunEvent,
+    RunStatus,
+    RunTransition,
+)
+
+# Keys `compare_and_set` accepts in `changes`.
+RUN_CHANGE_FIELDS = frozenset(
+    {
+        "status",
+        "turn_index",
+        "active_agent",
+        "current_node_id",
+        "token_used",
+        "cost_used",
+        "pending_approval_id",
+        "last_checkpoint_id",
+        "error",
+    }
+)
+_STRING_LIMITS = {
+    "active_agent": 200,
+    "current_node_id": 200,
+    "pending_approval_id": 128,
+    "last_checkpoint_id": 128,
+}
+_COUNTERS = ("turn_index", "token_used")
+_MAX_COUNTER = 2**62
+# cost_used is DECIMAL(18, 6): at most 12 digits before the point.
+_MAX_COST = Decimal(10) ** 12
+MAX_EVENTS_PER_APPEND = 1000
+MAX_LEASE_SECONDS = 86400
+NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
+
+
+def allowed_from(target: str) -> list[str]:
+    """The statuses a run may be in for a CAS that sets `target` (staying put included)."""
+    return [s for s in NON_TERMINAL_STATUSES if s == target or target in RUN_TRANSITIONS[s]]
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
+
+
+class RunStateStore(BaseStore):
+    # --- reads ------------------------------------------------------------
+    def _runs(self) -> QuerySet[Run]:
+        return Run.objects.filter(tenant=self.tenant)
+
+    def get(self, run_id: str) -> Run:
+        run = self._runs().select_related("session", "task").filter(run_id=run_id).first()
+        if run is None:
+            raise NotFound("No such run.", details={"run_id": run_id})
+        return run
+
+    def list_runs(
+        self,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+        task_id: str | None = None,
+    ) -> QuerySet[Run]:
+        """Unordered; callers keyset by id."""
+        runs = self._runs().select_related("session", "task")
+        if status:
+            if status not in RunStatus.values:
+                raise Unprocessable(
+                    "Unknown run status.",
+                    details={"status": [f"must be one of {', '.join(RunStatus.values)}"]},
+                )
+            runs = runs.filter(status=status)
+        if session_id:
+            runs = runs.filter(session__session_id=session_id)
+        if task_id:
+            runs = runs.filter(task__task_id=task_id)
+        return runs
+
+    def transitions(self, run_id: str) -> QuerySet[RunTransition]:
+        run = self.get(run_id)
+        return RunTransition.objects.filter(tenant=self.tenant, run=run).order_by("version")
+
+    def node_executions(self, run_id: str) -> QuerySet[NodeExecution]:
+        run = self.get(run_id)
+        return NodeExecution.objects.filter(tenant=self.tenant, run=run).order_by(
+            "started_at", "id"
+        )
+
+    def get_events(
+        self, *, run_id: str, after: int | None = None, limit: int = 50
+    ) -> list[RunEvent]:
+        """Events with `seq > after`, ascending, at most `limit`."""
+        run = self.get(run_id)
+        events = RunEvent.objects.filter(tenant=self.tenant, run=run)
+        if after is not None:
+            events = events.filter(seq__gt=after)
+        return list(events.order_by("seq")[:limit])
+
+    # --- create -----------------------------------------------------------
+    def create(
+        self,
+        *,
+        run_id: str | None = None,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        active_agent: str = "",
+        deadline_at: datetime | None = None,
+    ) -> Run:
+        """A new run in `created`, version 1, with none of another run's transient state.
+
+        Node, tool, approval and budget fields always start empty: a run shares
+        a session or a task with earlier runs, never their execution facts.
+        """
+        if run_id is not None and not is_valid_public_id(run_id):
+            raise Unprocessable(
+                "Invalid run_id.", details={"run_id": ["1-128 characters of [A-Za-z0-9._:-]"]}
+            )
+        if len(active_agent or "") > _STRING_LIMITS["active_agent"]:
+            raise Unprocessable(
+                "active_agent is too long.", details={"active_agent": ["at most 200 characters"]}
+            )
+        now = self.now()
+        with transaction.atomic():
+            session = task = None
+            if session_id:
+                session = Session.objects.filter(tenant=self.tenant, session_id=session_id).first()
+                if session is None:
+                    raise NotFound("No such session.", details={"session_id": session_id})
+            if task_id:
+                task = Task.objects.filter(tenant=self.tenant, task_id=task_id).first()
+                if task is None:
+                    raise NotFound("No such task.", details={"task_id": task_id})
+            run_id = run_id or new_public_id("run")
+            if self._runs().filter(run_id=run_id).exists():
+                raise Conflict("A run with this id exists.", code="run_exists")
+            try:
+                with transaction.atomic():
+                    run = Run.objects.create(
+                        tenant=self.tenant,
+                        run_id=run_id,
+                        session=session,
+                        task=task,
+                        status=RunStatus.CREATED,
+                        active_agent=active_agent or "",
+                        deadline_at=deadline_at,
+                        version=1,
+                        created_at=now,
+                        updated_at=now,
+                    )
+            except IntegrityError as exc:
+                raise Conflict("A run with this id exists.", code="run_exists") from exc
+            self._record_transition(
+                run,
+                from_status="",
+                changes={"status": RunStatus.CREATED, "active_agent": run.active_agent},
+                worker=None,
+                now=now,
+            )
+        return run
+
+    # --- compare-and-set --------------------------------------------------
+    def compare_and_set(
+        self,
+        *,
+        run_id: str,
+        expected_version: int,
+        changes: dict[str, Any],
+        worker: str | None = None,
+    ) -> Run:
+        """Apply `changes` if the run is still at `expected_version`; version + 1.
+
+        Refusals (nothing written): 404 unknown run; 409 `invalid_transition`
+        for a terminal run or a status the state machine does not allow from
+        the current one; 409 `version_conflict` (details.current_version) for a
+        stale version; 409 `run_claimed` when `worker` is given and another
+        worker's claim is live. `worker=None` is a caller that takes no part in
+        claims (the approval flow, people): only the version protects it.
+        A run that ends here also withdraws its pending approval.
+        """
+        values = self._clean_changes(changes)
+        target = values.get("status")
+        if target in TERMINAL_RUN_STATUSES:
+            values["pending_approval_id"] = ""  # a finished run waits on nothing
+        now = self.now()
+        conditions: list[tuple[str, list[Any]]] = [
+            ('"version" = %s', [expected_version]),
+            self._status_condition(allowed_from(target) if target else NON_TERMINAL_STATUSES),
+        ]
+        if worker:
+            conditions.append(self._claim_condition(worker, now))
+        with transaction.atomic():
+            run = self._update_returning(
+                where={"run_id": run_id}, sets={**values, "updated_at": now}, conditions=conditions
+            )
+            if run is None:
+                raise self._why_refused(
+                    run_id=run_id,
+                    expected_version=expected_version,
+                    target=target,
+                    worker=worker,
+                    now=now,
+                )
+            self._record_transition(
+                run, from_status=run.previous_status, changes=values, worker=worker, now=now
+            )
+            if run.is_terminal:
+                self._withdraw_approvals(run, reason=f"run {run.status}")
+        return run
+
+    def claim(
+        self, *, run_id: str, worker: str, expected_version: int, lease_seconds: int = 60
+    ) -> Run:
+        """Make `worker` the run's only writer until the lease ends; version + 1.
+
+        Two workers claiming the same version: one wins, the other gets 409
+        `version_conflict`. A live claim of another worker is 409 `run_claimed`.
+        The same worker may renew its claim. A worker whose claim expired and
+        was taken is superseded: its version is stale and the claim is not its.
+        """
+        if not worker or len(worker) > 200:
+            raise Unprocessable("A worker name is required.", details={"worker": ["1-200 chars"]})
+        if not 1 <= lease_seconds <= MAX_LEASE_SECONDS:
+            raise Unprocessable(
+                "lease_seconds out of range.",
+                details={"lease_seconds": [f"from 1 to {MAX_LEASE_SECONDS}"]},
+            )
+        now = self.now()
+        claim_until = now + timedelta(seconds=lease_seconds)
+        with transaction.atomic():
+            run = self._update_returning(
+                where={"run_id": run_id},
+                sets={"claimed_by": worker, "claim_until": claim_until, "updated_at": now},
+                conditions=[
+                    ('"version" = %s', [expected_version]),
+                    self._status_condition(NON_TERMINAL_STATUSES),
+                    self._claim_condition(worker, now),
+                ],
+            )
+            if run is None:
+                raise self._why_refused(
+                    run_id=run_id,
+                    expected_version=expected_version,
+                    target=None,
+                    worker=worker,
+                    now=now,
+                )
+            self._record_transition(
+                run,
+                from_status=run.previous_status,
+                changes={"claimed_by": worker, "claim_until": claim_until},
+                worker=worker,
+                now=now,
+            )
+        return run
+
+    # --- people and the system --------------------------------------------
+    def cancel(self, *, run_id: str, reason: str) -> Run:
+        """An operator/admin stops a run whatever its version or claim (audited `run.cancelled`)."""
+        now = self.now()
+        with transaction.atomic():
+            current = self.get(run_id)
+            if current.is_terminal:
+                raise self._terminal(current, RunStatus.CANCELLED)
+            run = self._update_returning(
+                where={"run_id": run_id},
+                sets={"status": RunStatus.CANCELLED, "pending_approval_id": "", "updated_at": now},
+                conditions=[self._status_condition(NON_TERMINAL_STATUSES)],
+            )
+            if run is None:  # it ended between the read and the update
+                raise self._terminal(self.get(run_id), RunStatus.CANCELLED)
+            self._record_transition(
+                run,
+                from_status=run.previous_status,
+                changes={"status": RunStatus.CANCELLED},
+                worker=None,
+                now=now,
+            )
+            self.audit(
+                "run.cancelled",
+                target_type="run",
+                target_id=run.run_id,
+                before={"status": run.previous_status, "version": run.version - 1},
+                after={"status": run.status, "version": run.version},
+                reason=reason,
+            )
+            self._withdraw_approvals(run, reason=reason or "run cancelled")
+        return run
+
+    def fail_overdue(self, *, limit: int = 500) -> int:
+        """Sweep: non-terminal runs past `deadline_at` -> `failed` (`deadline_exceeded`).
+
+        Bounded to `limit` runs. Rows another transaction holds are skipped
+        (`skip_locked`, the next sweep gets them) and each update re-checks
+        status and deadline, so two sweeps at once fail each run exactly once.
+        Each is audited `run.deadline_exceeded` with the store's (system) actor.
+        """
+        now = self.now()
+        failed = 0
+        with transaction.atomic():
+            overdue = list(
+                self._runs()
+                .select_for_update(skip_locked=True)
+                .filter(status__in=NON_TERMINAL_STATUSES, deadline_at__lt=now)
+                .order_by("deadline_at", "id")[:limit]
+            )
+            for candidate in overdue:
+                error = {
+                    "code": "deadline_exceeded",
+                    "message": "The run passed its deadline.",
+                    "deadline_at": candidate.deadline_at.isoformat(),
+                }
+                run = self._update_returning(
+                    where={"id": candidate.pk},
+                    sets={
+                        "status": RunStatus.FAILED,
+                        "error": error,
+                        "pending_approval_id": "",
+                        "updated_at": now,
+                    },
+                    conditions=[
+                        self._status_condition(NON_TERMINAL_STATUSES),
+                        ('"deadline_at" < %s', [self._db_value("deadline_at", now)]),
+                    ],
+                )
+                if run is None:
+                    continue
+                self._record_transition(
+                    run,
+                    from_status=run.previous_status,
+                    changes={"status": RunStatus.FAILED, "error": error},
+                    worker=None,
+                    now=now,
+                )
+                self.audit(
+                    "run.deadline_exceeded",
+                    target_type="run",
+                    target_id=run.run_id,
+                    before={"status": run.previous_status, "version": run.version - 1},
+                    after={"status": run.status, "version": run.version, "error": error},
+                )
+                self._withdraw_approvals(run, reason="run passed its deadline")
+                failed += 1
+        return failed
+
+    # --- events and node executions ---------------------------------------
+    def append_events(self, *, run_id: str, events: list[dict[str, Any]]) -> list[RunEvent]:
+        """Append events with gap-free per-run `seq`s.
+
+        One `UPDATE run SET last_event_seq = last_event_seq + n … RETURNING`
+        reserves the numbers; its row lock orders concurrent appenders and a
+        rolled-back append gives its numbers back. A finished run takes no
+        more events (409 `run_terminal`).
+        """
+        rows = self._clean_events(events)
+        now = self.now()
+        with transaction.atomic():
+            run = self._update_returning(
+                where={"run_id": run_id},
+                sets={},
+                conditions=[self._status_condition(NON_TERMINAL_STATUSES)],
+                increments={"last_event_seq": len(rows)},
+                bump_version=False,
+            )
+            if run is None:
+                current = self.get(run_id)
+                raise Conflict(
+                    "The run has finished; it takes no more events.",
+                    code="run_terminal",
+                    details={"status": current.status},
+                )
+            first = run.last_event_seq - len(rows) + 1
+            created = RunEvent.objects.bulk_create(
+                [
+                    RunEvent(
+                        tenant=self.tenant,
+                        run=run,
+                        seq=first + i,
+                        type=row["type"],
+                        node_id=row["node_id"],
+                        payload=row["payload"],
+                        created_at=now,
+                    )
+                    for i, row in enumerate(rows)
+                ]
+            )
+        return created
+
+    def start_node(self, *, run_id: str, node_id: str) -> NodeExecution:
+        """A new attempt at `node_id` (1, 2, …); an attempt left `started` is failed as superseded."""
+        if not node_id or len(node_id) > 200:
+            raise Unprocessable("node_id is required.", details={"node_id": ["1-200 chars"]})
+        now = self.now()
+        with transaction.atomic():
+            run = self._lock(run_id)
+            if run.is_terminal:
+                raise Conflict(
+                    "The run has finished.", code="run_terminal", details={"status": run.status}
+                )
+            attempts = NodeExecution.objects.filter(tenant=self.tenant, run=run, node_id=node_id)
+            attempts.filter(status=NodeStatus.STARTED).update(
+                status=NodeStatus.FAILED,
+                finished_at=now,
+                error={"code": "superseded", "message": "A new attempt started."},
+            )
+            last = attempts.aggregate(last=Max("attempt"))["last"] or 0
+            return NodeExecution.objects.create(
+                tenant=self.tenant,
+                run=run,
+                node_id=node_id,
+                attempt=last + 1,
+                status=NodeStatus.STARTED,
+                started_at=now,
+            )
+
+    def finish_node(
+        self, *, run_id: str, node_id: str, status: str, error: dict | None = None
+    ) -> NodeExecution:
+        """Finish the node's latest attempt (409 `node_not_started` if it is not running)."""
+        if status not in (NodeStatus.SUCCEEDED, NodeStatus.FAILED):
+            raise Unprocessable(
+                "A node finishes as succeeded or failed.",
+                details={"status": ["must be succeeded or failed"]},
+            )
+        if error is not None and not isinstance(error, dict):
+            raise Unprocessable("error must be an object.", details={"error": ["an object"]})
+        with transaction.atomic():
+            run = self._lock(run_id)
+            execution = (
+                NodeExecution.objects.select_for_update()
+                .filter(tenant=self.tenant, run=run, node_id=node_id)
+                .order_by("-attempt")
+                .first()
+            )
+            if execution is None or execution.status != NodeStatus.STARTED:
+                raise Conflict(
+                    "That node has no running attempt.",
+                    code="node_not_started",
+                    details={"node_id": node_id},
+                )
+            execution.status = status
+            execution.error = error
+            execution.finished_at = self.now()
+            execution.save(update_fields=["status", "error", "finished_at"])
+        return execution
+
+    # --- internals --------------------------------------------------------
+    def _lock(self, run_id: str) -> Run:
+        run = self._runs().select_for_update().filter(run_id=run_id).first()
+        if run is None:
+            raise NotFound("No such run.", details={"run_id": run_id})
+        return run
+
+    def _clean_changes(self, changes: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(changes, dict):
+            raise Unprocessable("changes must be an object.", details={"changes": ["an object"]})
+        errors: dict[str, list[str]] = {}
+        values: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key not in RUN_CHANGE_FIELDS:
+                errors[key] = ["not a field a run transition may change"]
+            elif key == "status":
+                if value not in RunStatus.values:
+                    errors[key] = [f"must be one of {', '.join(RunStatus.values)}"]
+                else:
+                    values[key] = str(value)
+            elif key in _COUNTERS:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    errors[key] = ["must be an integer"]
+                elif not 0 <= value <= _MAX_COUNTER:
+                    errors[key] = ["must be 0 or more"]
+                else:
+                    values[key] = value
+            elif key == "cost_used":
+                try:
+                    cost = Decimal(str(value))
+                except (InvalidOperation, ValueError):
+                    cost = None
+                if isinstance(value, bool) or cost is None or not cost.is_finite():
+                    errors[key] = ["must be a decimal number"]
+                elif not 0 <= cost < _MAX_COST:
+                    errors[key] = ["must be from 0 to less than 10^12"]
+                else:
+                    values[key] = cost
+            elif key == "error":
+                if value is not None and not isinstance(value, dict):
+                    errors[key] = ["must be an object or null"]
+                else:
+                    values[key] = value
+            else:
+                text = "" if value is None else value
+                if not isinstance(text, str):
+                    errors[key] = ["must be a string"]
+                elif len(text) > _STRING_LIMITS[key]:
+                    errors[key] = [f"at most {_STRING_LIMITS[key]} characters"]
+                else:
+                    values[key] = text
+        if errors:
+            raise Unprocessable("Some changes are invalid.", details=errors)
+        return values
+
+    def _clean_events(self, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not isinstance(events, list) or not events:
+            raise Unprocessable("events must be a non-empty list.", details={"events": ["1+"]})
+        if len(events) > MAX_EVENTS_PER_APPEND:
+            raise Unprocessable(
+                "Too many events.", details={"events": [f"at most {MAX_EVENTS_PER_APPEND}"]}
+            )
+        rows = []
+        for i, event in enumerate(events):
+            if not isinstance(event, dict):
+                raise Unprocessable("Each event is an object.", details={f"events.{i}": ["object"]})
+            kind, node_id = event.get("type"), event.get("node_id") or ""
+            if not isinstance(kind, str) or not 1 <= len(kind) <= 64:
+                raise Unprocessable("Invalid event type.", details={f"events.{i}.type": ["1-64"]})
+            if not isinstance(node_id, str) or len(node_id) > 200:
+                raise Unprocessable("Invalid node_id.", details={f"events.{i}.node_id": ["<=200"]})
+            rows.append({"type": kind, "node_id": node_id, "payload": event.get("payload")})
+        return rows
+
+    @staticmethod
+    def _db_value(field_name: str, value: Any) -> Any:
+        return Run._meta.get_field(field_name).get_db_prep_save(value, connection)
+
+    @staticmethod
+    def _status_condition(statuses: Iterable[str]) -> tuple[str, list[Any]]:
+        statuses = list(statuses)
+        if not statuses:
+            return ("1 = 0", [])
+        return (f'"status" IN ({", ".join(["%s"] * len(statuses))})', statuses)
+
+    def _claim_condition(self, worker: str, now: datetime) -> tuple[str, list[Any]]:
+        """The claim is free, this worker's own, or expired."""
+        return (
+            '("claimed_by" = \'\' OR "claimed_by" = %s OR "claim_until" IS NULL'
+            ' OR "claim_until" <= %s)',
+            [worker, self._db_value("claim_until", now)],
+        )
+
+    def _update_returning(
+        self,
+        *,
+        where: dict[str, Any],
+        sets: dict[str, Any],
+        conditions: list[tuple[str, list[Any]]],
+        increments: dict[str, int] | None = None,
+        bump_version: bool = True,
+    ) -> Run | None:
+        """One conditional `UPDATE … RETURNING *` of this tenant's run; None if no row matched.
+
+        PostgreSQL and SQLite (>= 3.35) both evaluate every right-hand side on
+        the old row, so `previous_status = status` keeps the status it replaces.
+        """
+        qn = connection.ops.quote_name
+        assignments: list[str] = []
+        params: list[Any] = []
+        for name, value in sets.items():
+            assignments.append(f"{qn(Run._meta.get_field(name).column)} = %s")
+            params.append(self._db_value(name, value))
+        for name, step in (increments or {}).items():
+            assignments.append(f"{qn(name)} = {qn(name)} + %s")
+            params.append(step)
+        if bump_version:
+            assignments.append('"previous_status" = "status", "version" = "version" + 1')
+        clauses = ['"tenant_id" = %s']
+        params.append(self.tenant.pk)
+        for column, value in where.items():
+            clauses.append(f"{qn(column)} = %s")
+            params.append(value)
+        for sql, values in conditions:
+            clauses.append(sql)
+            params.extend(values)
+        sql = (
+            f"UPDATE {qn(Run._meta.db_table)} SET {', '.join(assignments)} "
+            f"WHERE {' AND '.join(clauses)} RETURNING *"
+        )
+        rows = list(Run.objects.raw(sql, params))
+        return rows[0] if rows else None
+
+    def _why_refused(
+        self,
+        *,
+        run_id: str,
+        expected_version: int,
+        target: str | None,
+        worker: str | None,
+        now: datetime,
+    ) -> Exception:
+        """The error for a conditional update that matched nothing.
+
+        Versions only grow and every change of status or claim bumps the
+        version, so a row still at `expected_version` is the row the update
+        saw; with the same `now`, exactly one reason below applies.
+        """
+        run = self._runs().filter(run_id=run_id).first()
+        if run is None:
+            return NotFound("No such run.", details={"run_id": run_id})
+        if run.is_terminal:
+            return self._terminal(run, target or run.status)
+        if run.version != expected_version:
+            return Conflict(
+                "The run changed since you read it.",
+                code="version_conflict",
+                details={
+                    "current_version": run.version,
+                    "expected_version": expected_version,
+                    "status": run.status,
+                },
+            )
+        if (
+            worker
+            and run.claimed_by not in ("", worker)
+            and run.claim_until
+            and run.claim_until > now
+        ):
+            return Conflict(
+                "Another worker holds the run.",
+                code="run_claimed",
+                details={
+                    "claimed_by": run.claimed_by,
+                    "claim_until": run.claim_until.isoformat(),
+                    "current_version": run.version,
+                },
+            )
+        if target and run.status not in allowed_from(target):
+            return Conflict(
+                f"A run cannot go from {run.status} to {target}.",
+                code="invalid_transition",
+                details={"from": run.status, "to": target, "current_version": run.version},
+            )
+        return Conflict(  # not reachable by the reasoning above; never report success
+            "The run changed since you read it.",
+            code="version_conflict",
+            details={"current_version": run.version, "expected_version": expected_version},
+        )
+
+    @staticmethod
+    def _terminal(run: Run, target: str) -> Conflict:
+        return Conflict(
+            f"The run has finished ({run.status}); it cannot change.",
+            code="invalid_transition",
+            details={"from": run.status, "to": target, "current_version": run.version},
+        )
+
+    def _record_transition(
+        self,
+        run: Run,
+        *,
+        from_status: str,
+        changes: dict[str, Any],
+        worker: str | None,
+        now: datetime,
+    ) -> None:
+        label = self.actor.label if not worker else f"{self.actor.label} ({worker})"
+        RunTransition.objects.create(
+            tenant=self.tenant,
+            run=run,
+            version=run.version,
+            from_status=from_status,
+            to_status=run.status,
+            changes=_jsonable(changes),
+            actor_label=label[:200],
+            created_at=now,
+        )
+
+    def _withdraw_approvals(self, run: Run, *, reason: str) -> None:
+        """A finished run waits on nothing: its pending approval is cancelled (audited)."""
+        from approvals_app.store import ApprovalStore  # approvals build on runs
+
+        ApprovalStore(self.tenant, self.actor, clock=self.now).withdraw_for_run(
+            run=run, reason=reason
+        )
+
+
+__all__ = ["RUN_CHANGE_FIELDS", "RunStateStore", "allowed_from"]
