@@ -123,7 +123,7 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -244,6 +244,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # wait for the broker instead of exiting
 CELERY_BEAT_SCHEDULE = {
     "expire-sessions": {"task": "sessions_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},

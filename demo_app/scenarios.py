@@ -1,0 +1,391 @@
+"""Realistic demo data, written through the stores, covering every state of every domain.
+
+Three kinds of agent work, as the seeds describe them: a support assistant
+(conversation sessions), a code-migration task over several days of
+checkpoints, and a payments agent whose refunds need approval.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from approvals_app.store import ApprovalStore
+from audit_app.actor import Actor
+from effects_app.store import EffectStore
+from runs_app.store import RunStateStore
+from sessions_app.deletion import ContentDeletionStore
+from sessions_app.store import SessionStore
+from tasks_app.store import TaskStateStore
+from tenancy_app.models import RuntimeToken, Tenant
+from tenancy_app.scoping import in_tenant
+from tenancy_app.store import TenancyStore
+
+from .data import demo_username
+
+CUSTOMERS = ["cust-ana", "cust-bo", "cust-chen", "cust-dara", "cust-eli", "cust-femi", "cust-gus"]
+QUESTIONS = [
+    ("Where is my order #{n}?", "Order #{n} shipped yesterday; it should arrive on Thursday."),
+    ("Can I change the delivery address?", "Yes, until it ships. What is the new address?"),
+    ("My invoice shows VAT twice.", "I see a duplicated line; I've asked billing to correct it."),
+    ("How do I reset my password?", "Use 'Forgot password' on the login page; the link lasts 1 hour."),
+    ("I was charged for a cancelled plan.", "Sorry about that. I can request a refund for you."),
+]
+
+
+class Clock:
+    """A movable clock so demo rows have realistic ages."""
+
+    def __init__(self, start: datetime) -> None:
+        self.at = start
+
+    def __call__(self) -> datetime:
+        return self.at
+
+    def advance(self, **delta: float) -> datetime:
+        self.at += timedelta(**delta)
+        return self.at
+
+
+def runtime_actor(tenant: Tenant) -> Actor:
+    """The identity of the demo's agent runtime: a real (secretless to us) runtime token."""
+    token = RuntimeToken.objects.filter(tenant=tenant, name="demo-loader").first()
+    if token is None:
+        with in_tenant(tenant):
+            token, _ = TenancyStore(tenant, Actor.system("demo")).create_token(name="demo-loader")
+    return Actor("token", str(token.pk), f"token:{token.name}")
+
+
+def _stores(tenant: Tenant, actor: Actor, clock: Clock):
+    return (
+        SessionStore(tenant, actor, clock=clock),
+        RunStateStore(tenant, actor, clock=clock),
+        ApprovalStore(tenant, actor, clock=clock),
+        EffectStore(tenant, actor, clock=clock),
+        TaskStateStore(tenant, actor, clock=clock),
+    )
+
+
+def _advance(runs: RunStateStore, run_id: str, **changes):
+    run = runs.get(run_id)
+    return runs.compare_and_set(run_id=run_id, expected_version=run.version, changes=changes)
+
+
+def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_hours: float):
+    runtime = runtime_actor(tenant)
+    clock = Clock(timezone.now() - timedelta(hours=age_hours))
+    sessions, runs, *_ = _stores(tenant, runtime, clock)
+    user = CUSTOMERS[index % len(CUSTOMERS)]
+    session = sessions.create(
+        session_id=f"support-{tenant.slug}-{index:03d}",
+        user_id=user,
+        metadata={"channel": rng.choice(["web", "email", "app"]), "agent": "support-assistant"},
+        lease_seconds=86400,
+    )
+    for turn in range(rng.randint(1, 3)):
+        run = runs.create(session_id=session.session_id, active_agent="support-assistant")
+        session = sessions.attach(
+            session_id=session.session_id,
+            run_id=run.run_id,
+            user_id=user,
+            expected_revision=session.revision,
+            lease_seconds=86400,
+        )
+        _advance(runs, run.run_id, status="running", turn_index=turn)
+        question, answer = rng.choice(QUESTIONS)
+        n = rng.randint(10000, 99999)
+        sessions.append_items(
+            session_id=session.session_id,
+            run_id=run.run_id,
+            items=[
+                {"role": "user", "item_type": "message", "payload": {"text": question.format(n=n)}},
+                {
+                    "role": "assistant",
+                    "item_type": "function_call",
+                    "payload": {"name": "lookup_order", "arguments": {"order": n}},
+                },
+                {
+                    "role": "tool",
+                    "item_type": "function_call_output",
+                    "payload": {"output": {"order": n, "status": "shipped"}},
+                },
+                {"role": "assistant", "item_type": "message", "payload": {"text": answer.format(n=n)}},
+            ],
+        )
+        runs.append_events(
+            run_id=run.run_id,
+            events=[
+                {"type": "model.response", "node_id": "respond", "payload": {"tokens": 412}},
+                {"type": "tool.call", "node_id": "lookup_order", "payload": {"order": n}},
+            ],
+        )
+        clock.advance(minutes=rng.randint(1, 4))
+        _advance(runs, run.run_id, status="succeeded", token_used=rng.randint(800, 4000), cost_used="0.0184")
+        session = sessions.detach(
+            session_id=session.session_id,
+            run_id=run.run_id,
+            user_id=user,
+            expected_revision=session.revision,
+        )
+        clock.advance(minutes=rng.randint(5, 60))
+    return session
+
+
+def payments_refund(
+    tenant: Tenant, rng: random.Random, index: int, *, risk: str, amount: int, age_minutes: float
+):
+    """A payments agent that asks before issuing a refund; leaves the run waiting."""
+    runtime = runtime_actor(tenant)
+    clock = Clock(timezone.now() - timedelta(minutes=age_minutes))
+    sessions, runs, approvals, effects, _ = _stores(tenant, runtime, clock)
+    user = CUSTOMERS[(index + 3) % len(CUSTOMERS)]
+    session = sessions.create(
+        session_id=f"payments-{tenant.slug}-{index:03d}",
+        user_id=user,
+        metadata={"agent": "payments-agent", "channel": "app"},
+        lease_seconds=86400,
+    )
+    run = runs.create(
+        session_id=session.session_id,
+        active_agent="payments-agent",
+        deadline_at=timezone.now() + timedelta(hours=6),
+    )
+    sessions.attach(
+        session_id=session.session_id,
+        run_id=run.run_id,
+        user_id=user,
+        expected_revision=session.revision,
+        lease_seconds=86400,
+    )
+    run = _advance(runs, run.run_id, status="running", current_node_id="refund")
+    charge = f"ch_{rng.randint(10**9, 10**10)}"
+    sessions.append_items(
+        session_id=session.session_id,
+        run_id=run.run_id,
+        items=[
+            {
+                "role": "user",
+                "item_type": "message",
+                "payload": {"text": f"I was charged twice for my subscription ({charge}). Refund please."},
+            },
+            {
+                "role": "assistant",
+                "item_type": "message",
+                "payload": {"text": f"I found the duplicate charge of €{amount}. Requesting a refund."},
+            },
+        ],
+    )
+    runs.append_events(
+        run_id=run.run_id,
+        events=[{"type": "tool.lookup", "node_id": "find_charge", "payload": {"charge": charge}}],
+    )
+    lookup, _ = effects.record(
+        run_id=run.run_id,
+        idempotency_key=f"{run.run_id}:lookup",
+        tool_name="payments.lookup_charge",
+        request={"charge": charge},
+        node_id="find_charge",
+    )
+    effects.commit(effect_id=lookup.effect_id, result={"amount_eur": amount, "duplicate": True})
+    run = runs.get(run.run_id)
+    approval = approvals.request(
+        run_id=run.run_id,
+        expected_version=run.version,
+        tool_name="payments.refund",
+        arguments={"charge": charge, "amount_eur": amount, "currency": "EUR", "customer": user},
+        risk=risk,
+        reason=f"Refund of €{amount} to {user}: duplicate charge {charge}.",
+        expires_at=timezone.now() + timedelta(minutes=rng.randint(25, 240)),
+    )
+    return session, run, approval
+
+
+def settle_refund(tenant, operator, approval, *, decision: str, reason: str) -> None:
+    """An operator decides; the runtime continues (refund issued or run ends with the reason)."""
+    ApprovalStore(tenant, operator).decide(
+        approval_id=approval.approval_id, decision=decision, reason=reason
+    )
+    runtime = runtime_actor(tenant)
+    runs, effects = RunStateStore(tenant, runtime), EffectStore(tenant, runtime)
+    run_id = approval.run.run_id
+    if decision == "approve":
+        effect, _ = effects.record(
+            run_id=run_id,
+            idempotency_key=f"{run_id}:refund",
+            tool_name="payments.refund",
+            request=approval.arguments,
+            node_id="refund",
+            approval_id=approval.approval_id,
+        )
+        effects.commit(effect_id=effect.effect_id, result={"refund_id": f"re_{approval.pk:06d}"})
+        _advance(runs, run_id, status="succeeded", token_used=2900, cost_used="0.0412")
+    else:
+        _advance(runs, run_id, status="failed", error={"code": "rejected", "message": reason})
+
+
+def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_status: str | None):
+    """A code migration over three days of checkpoints (seed 000's long task)."""
+    runtime = runtime_actor(tenant)
+    clock = Clock(timezone.now() - timedelta(days=3, hours=index))
+    _, runs, _, effects, tasks = _stores(tenant, runtime, clock)
+    nodes = ["clone", "analyze", "plan", "patch-1", "patch-2", "patch-3", "tests", "open-pr"]
+    task = tasks.create(
+        task_id=f"migrate-{tenant.slug}-{index:02d}",
+        objective=f"Migrate service #{index} from Django 4.2 to 5.2 with green tests",
+        constraints=["no force-push", "keep public API stable", "one PR per service"],
+    )
+    done: list[str] = []
+    for day, day_nodes in enumerate([nodes[:3], nodes[3:6], nodes[6:]]):
+        run = runs.create(task_id=task.task_id, active_agent="migration-agent")
+        _advance(runs, run.run_id, status="running")
+        for node in day_nodes:
+            if final_status in {"active", "waiting"} and node == "tests":
+                break
+            runs.start_node(run_id=run.run_id, node_id=node)
+            clock.advance(minutes=rng.randint(10, 90))
+            runs.finish_node(run_id=run.run_id, node_id=node, status="succeeded")
+            done.append(node)
+            if node.startswith("patch"):
+                effect, _ = effects.record(
+                    run_id=run.run_id,
+                    idempotency_key=f"{task.task_id}:{node}",
+                    tool_name="git.commit",
+                    request={"branch": f"migrate/{index}", "node": node},
+                    node_id=node,
+                )
+                effects.commit(effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"})
+        task = tasks.load(task.task_id)
+        task = tasks.save(
+            task_id=task.task_id,
+            expected_version=task.version,
+            plan_version="v2",
+            completed_nodes=done,
+            pending_nodes=[n for n in nodes if n not in done],
+            artifact_refs=[f"s3://artifacts/{task.task_id}/day{day + 1}.tar.gz"],
+        )
+        tasks.append_checkpoint(
+            task_id=task.task_id,
+            schema_version=1,
+            node_id=done[-1] if done else "",
+            state={
+                "completed_nodes": done,
+                "files_analyzed": 80 if day else 35,
+                "open_questions": [] if day else ["pin psycopg 3?"],
+                "day": day + 1,
+            },
+        )
+        last = runs.get(run.run_id)
+        if day < 2:
+            _advance(runs, run.run_id, status="suspended", last_checkpoint_id=task.latest_checkpoint_id)
+            clock.advance(hours=20)
+        elif final_status in {"active", "waiting"}:
+            _advance(runs, run.run_id, status="suspended")
+        else:
+            status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[final_status]
+            changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
+            if status == "failed":
+                changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
+            runs.compare_and_set(run_id=run.run_id, expected_version=last.version, changes=changes)
+    if final_status and final_status != "active":
+        task = tasks.load(task.task_id)
+        tasks.save(task_id=task.task_id, expected_version=task.version, status=final_status)
+    return task
+
+
+def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
+    """Fill one tenant with demo data (skips a tenant that already has sessions)."""
+    rng = random.Random(f"{seed}-{tenant.slug}")
+    operator = Actor.for_user(get_user_model().objects.get(username=demo_username(tenant.slug, "operator")))
+    admin = Actor.for_user(get_user_model().objects.get(username=demo_username(tenant.slug, "admin")))
+    with in_tenant(tenant):
+        if SessionStore(tenant, admin).list_sessions().exists():
+            return {"skipped": 1}
+    made = {"sessions": 0, "approvals": 0, "tasks": 0}
+    for i in range(14):
+        with in_tenant(tenant):
+            support_conversation(tenant, rng, i, age_hours=2 + i * 7)
+        made["sessions"] += 1
+    with in_tenant(tenant):
+        sessions = SessionStore(tenant, admin)
+        sessions.mark_idle(session_id=f"support-{tenant.slug}-001")
+        sessions.close(session_id=f"support-{tenant.slug}-005", reason="Customer confirmed resolved")
+        sessions.expire(session_id=f"support-{tenant.slug}-006", reason="Abandoned conversation")
+        sessions.close(session_id=f"support-{tenant.slug}-007", reason="Escalated to legal")
+        sessions.set_legal_hold(
+            session_id=f"support-{tenant.slug}-007", on=True, reason="Chargeback dispute, keep records"
+        )
+        sessions.close(session_id=f"support-{tenant.slug}-008", reason="GDPR erasure request")
+        deletions = ContentDeletionStore(tenant, admin)
+        job = deletions.request(
+            session_id=f"support-{tenant.slug}-008", reason="GDPR Art. 17 request #4411", enqueue=False
+        )
+    with in_tenant(tenant):
+        ContentDeletionStore(tenant, admin).run(deletion_id=job.deletion_id)
+
+    risks = ["critical", "high", "high", "medium", "medium", "low", "low", "medium"]
+    pending = []
+    for i, risk in enumerate(risks):
+        with in_tenant(tenant):
+            _, _, approval = payments_refund(
+                tenant, rng, i, risk=risk, amount=rng.choice([19, 49, 120, 480, 2300]), age_minutes=3 + i * 9
+            )
+        pending.append(approval)
+        made["approvals"] += 1
+    with in_tenant(tenant):
+        _, _, approved = payments_refund(tenant, rng, 20, risk="medium", amount=49, age_minutes=300)
+        settle_refund(tenant, operator, approved, decision="approve", reason="Duplicate confirmed in Stripe")
+        _, _, rejected = payments_refund(tenant, rng, 21, risk="high", amount=2300, age_minutes=280)
+        settle_refund(
+            tenant, operator, rejected, decision="reject", reason="Outside the 30-day refund window"
+        )
+        _, _, expired = payments_refund(tenant, rng, 22, risk="low", amount=19, age_minutes=400)
+        ApprovalStore(tenant, Actor.system("approval sweep")).expire(approval_id=expired.approval_id)
+        _, run, cancelled = payments_refund(tenant, rng, 23, risk="low", amount=19, age_minutes=390)
+        ApprovalStore(tenant, runtime_actor(tenant)).cancel(
+            approval_id=cancelled.approval_id, reason="Customer withdrew the request"
+        )
+        RunStateStore(tenant, admin).cancel(run_id=run.run_id, reason="Customer withdrew the request")
+        # An effect whose outcome is unknown after a crash, and one that failed.
+        _, run, unknown_approval = payments_refund(tenant, rng, 24, risk="medium", amount=120, age_minutes=200)
+        ApprovalStore(tenant, operator).decide(
+            approval_id=unknown_approval.approval_id, decision="approve", reason="ok"
+        )
+        effects = EffectStore(tenant, runtime_actor(tenant))
+        effect, _ = effects.record(
+            run_id=run.run_id,
+            idempotency_key=f"{run.run_id}:refund",
+            tool_name="payments.refund",
+            request=unknown_approval.arguments,
+            node_id="refund",
+            approval_id=unknown_approval.approval_id,
+        )
+        effects.mark_unknown(effect_id=effect.effect_id, reason="worker crashed before the response")
+        failed, _ = effects.record(
+            run_id=run.run_id,
+            idempotency_key=f"{run.run_id}:notify",
+            tool_name="email.send",
+            request={"to": "customer", "template": "refund-pending"},
+            node_id="notify",
+        )
+        effects.fail(effect_id=failed.effect_id, error={"message": "SMTP 451 temporary failure"})
+        started, _ = effects.record(
+            run_id=run.run_id,
+            idempotency_key=f"{run.run_id}:ledger",
+            tool_name="ledger.write",
+            request={"entry": "refund-pending"},
+            node_id="ledger",
+        )
+        # Runs in the remaining states: created, and past its deadline (failed by the sweep).
+        runs = RunStateStore(tenant, runtime_actor(tenant))
+        runs.create(active_agent="support-assistant")
+        overdue = runs.create(active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5))
+        _advance(runs, overdue.run_id, status="running")
+        RunStateStore(tenant, Actor.system("deadline sweep")).fail_overdue()
+    for i, status in enumerate(["active", "waiting", "completed", "failed", "cancelled"]):
+        with in_tenant(tenant):
+            migration_task(tenant, rng, i, final_status=status)
+        made["tasks"] += 1
+    return made
