@@ -31,7 +31,10 @@ QUESTIONS = [
     ("Where is my order #{n}?", "Order #{n} shipped yesterday; it should arrive on Thursday."),
     ("Can I change the delivery address?", "Yes, until it ships. What is the new address?"),
     ("My invoice shows VAT twice.", "I see a duplicated line; I've asked billing to correct it."),
-    ("How do I reset my password?", "Use 'Forgot password' on the login page; the link lasts 1 hour."),
+    (
+        "How do I reset my password?",
+        "Use 'Forgot password' on the login page; the link lasts 1 hour.",
+    ),
     ("I was charged for a cancelled plan.", "Sorry about that. I can request a refund for you."),
 ]
 
@@ -112,7 +115,11 @@ def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_
                     "item_type": "function_call_output",
                     "payload": {"output": {"order": n, "status": "shipped"}},
                 },
-                {"role": "assistant", "item_type": "message", "payload": {"text": answer.format(n=n)}},
+                {
+                    "role": "assistant",
+                    "item_type": "message",
+                    "payload": {"text": answer.format(n=n)},
+                },
             ],
         )
         runs.append_events(
@@ -123,7 +130,13 @@ def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_
             ],
         )
         clock.advance(minutes=rng.randint(1, 4))
-        _advance(runs, run.run_id, status="succeeded", token_used=rng.randint(800, 4000), cost_used="0.0184")
+        _advance(
+            runs,
+            run.run_id,
+            status="succeeded",
+            token_used=rng.randint(800, 4000),
+            cost_used="0.0184",
+        )
         session = sessions.detach(
             session_id=session.session_id,
             run_id=run.run_id,
@@ -169,12 +182,16 @@ def payments_refund(
             {
                 "role": "user",
                 "item_type": "message",
-                "payload": {"text": f"I was charged twice for my subscription ({charge}). Refund please."},
+                "payload": {
+                    "text": f"I was charged twice for my subscription ({charge}). Refund please."
+                },
             },
             {
                 "role": "assistant",
                 "item_type": "message",
-                "payload": {"text": f"I found the duplicate charge of €{amount}. Requesting a refund."},
+                "payload": {
+                    "text": f"I found the duplicate charge of €{amount}. Requesting a refund."
+                },
             },
         ],
     )
@@ -256,7 +273,9 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
                     request={"branch": f"migrate/{index}", "node": node},
                     node_id=node,
                 )
-                effects.commit(effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"})
+                effects.commit(
+                    effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"}
+                )
         task = tasks.load(task.task_id)
         task = tasks.save(
             task_id=task.task_id,
@@ -279,12 +298,16 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
         )
         last = runs.get(run.run_id)
         if day < 2:
-            _advance(runs, run.run_id, status="suspended", last_checkpoint_id=task.latest_checkpoint_id)
+            _advance(
+                runs, run.run_id, status="suspended", last_checkpoint_id=task.latest_checkpoint_id
+            )
             clock.advance(hours=20)
         elif final_status in {"active", "waiting"}:
             _advance(runs, run.run_id, status="suspended")
         else:
-            status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[final_status]
+            status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[
+                final_status
+            ]
             changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
             if status == "failed":
                 changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
@@ -298,8 +321,12 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
 def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
     """Fill one tenant with demo data (skips a tenant that already has sessions)."""
     rng = random.Random(f"{seed}-{tenant.slug}")
-    operator = Actor.for_user(get_user_model().objects.get(username=demo_username(tenant.slug, "operator")))
-    admin = Actor.for_user(get_user_model().objects.get(username=demo_username(tenant.slug, "admin")))
+    operator = Actor.for_user(
+        get_user_model().objects.get(username=demo_username(tenant.slug, "operator"))
+    )
+    admin = Actor.for_user(
+        get_user_model().objects.get(username=demo_username(tenant.slug, "admin"))
+    )
     with in_tenant(tenant):
         if SessionStore(tenant, admin).list_sessions().exists():
             return {"skipped": 1}
@@ -311,16 +338,22 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
     with in_tenant(tenant):
         sessions = SessionStore(tenant, admin)
         sessions.mark_idle(session_id=f"support-{tenant.slug}-001")
-        sessions.close(session_id=f"support-{tenant.slug}-005", reason="Customer confirmed resolved")
+        sessions.close(
+            session_id=f"support-{tenant.slug}-005", reason="Customer confirmed resolved"
+        )
         sessions.expire(session_id=f"support-{tenant.slug}-006", reason="Abandoned conversation")
         sessions.close(session_id=f"support-{tenant.slug}-007", reason="Escalated to legal")
         sessions.set_legal_hold(
-            session_id=f"support-{tenant.slug}-007", on=True, reason="Chargeback dispute, keep records"
+            session_id=f"support-{tenant.slug}-007",
+            on=True,
+            reason="Chargeback dispute, keep records",
         )
         sessions.close(session_id=f"support-{tenant.slug}-008", reason="GDPR erasure request")
         deletions = ContentDeletionStore(tenant, admin)
         job = deletions.request(
-            session_id=f"support-{tenant.slug}-008", reason="GDPR Art. 17 request #4411", enqueue=False
+            session_id=f"support-{tenant.slug}-008",
+            reason="GDPR Art. 17 request #4411",
+            enqueue=False,
         )
     with in_tenant(tenant):
         ContentDeletionStore(tenant, admin).run(deletion_id=job.deletion_id)
@@ -330,26 +363,39 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
     for i, risk in enumerate(risks):
         with in_tenant(tenant):
             _, _, approval = payments_refund(
-                tenant, rng, i, risk=risk, amount=rng.choice([19, 49, 120, 480, 2300]), age_minutes=3 + i * 9
+                tenant,
+                rng,
+                i,
+                risk=risk,
+                amount=rng.choice([19, 49, 120, 480, 2300]),
+                age_minutes=3 + i * 9,
             )
         pending.append(approval)
         made["approvals"] += 1
     with in_tenant(tenant):
         _, _, approved = payments_refund(tenant, rng, 20, risk="medium", amount=49, age_minutes=300)
-        settle_refund(tenant, operator, approved, decision="approve", reason="Duplicate confirmed in Stripe")
+        settle_refund(
+            tenant, operator, approved, decision="approve", reason="Duplicate confirmed in Stripe"
+        )
         _, _, rejected = payments_refund(tenant, rng, 21, risk="high", amount=2300, age_minutes=280)
         settle_refund(
             tenant, operator, rejected, decision="reject", reason="Outside the 30-day refund window"
         )
         _, _, expired = payments_refund(tenant, rng, 22, risk="low", amount=19, age_minutes=400)
-        ApprovalStore(tenant, Actor.system("approval sweep")).expire(approval_id=expired.approval_id)
+        ApprovalStore(tenant, Actor.system("approval sweep")).expire(
+            approval_id=expired.approval_id
+        )
         _, run, cancelled = payments_refund(tenant, rng, 23, risk="low", amount=19, age_minutes=390)
         ApprovalStore(tenant, runtime_actor(tenant)).cancel(
             approval_id=cancelled.approval_id, reason="Customer withdrew the request"
         )
-        RunStateStore(tenant, admin).cancel(run_id=run.run_id, reason="Customer withdrew the request")
+        RunStateStore(tenant, admin).cancel(
+            run_id=run.run_id, reason="Customer withdrew the request"
+        )
         # An effect whose outcome is unknown after a crash, and one that failed.
-        _, run, unknown_approval = payments_refund(tenant, rng, 24, risk="medium", amount=120, age_minutes=200)
+        _, run, unknown_approval = payments_refund(
+            tenant, rng, 24, risk="medium", amount=120, age_minutes=200
+        )
         ApprovalStore(tenant, operator).decide(
             approval_id=unknown_approval.approval_id, decision="approve", reason="ok"
         )
@@ -362,7 +408,9 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
             node_id="refund",
             approval_id=unknown_approval.approval_id,
         )
-        effects.mark_unknown(effect_id=effect.effect_id, reason="worker crashed before the response")
+        effects.mark_unknown(
+            effect_id=effect.effect_id, reason="worker crashed before the response"
+        )
         failed, _ = effects.record(
             run_id=run.run_id,
             idempotency_key=f"{run.run_id}:notify",
@@ -371,7 +419,7 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
             node_id="notify",
         )
         effects.fail(effect_id=failed.effect_id, error={"message": "SMTP 451 temporary failure"})
-        started, _ = effects.record(
+        effects.record(  # left in "started": the worker never reported back
             run_id=run.run_id,
             idempotency_key=f"{run.run_id}:ledger",
             tool_name="ledger.write",
@@ -381,7 +429,9 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
         # Runs in the remaining states: created, and past its deadline (failed by the sweep).
         runs = RunStateStore(tenant, runtime_actor(tenant))
         runs.create(active_agent="support-assistant")
-        overdue = runs.create(active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5))
+        overdue = runs.create(
+            active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5)
+        )
         _advance(runs, overdue.run_id, status="running")
         RunStateStore(tenant, Actor.system("deadline sweep")).fail_overdue()
     for i, status in enumerate(["active", "waiting", "completed", "failed", "cancelled"]):
