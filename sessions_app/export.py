@@ -1,0 +1,191 @@
+"""A session's transcript with its audit events, as JSON Lines or Markdown, streamed.
+
+The body is produced after the view has returned, outside the request's
+tenant scope and transaction, so each chunk opens its own `in_tenant` and
+reads one keyset page (items by seq, audit events by seq): memory stays flat
+for a 100,000-item session and no transaction stays open between chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import Q
+
+from approvals_app.store import ApprovalStore
+from audit_app.actor import Actor
+from audit_app.models import AuditEvent
+from audit_app.store import AuditStore
+from effects_app.store import EffectStore
+from runs_app.store import RunStateStore
+from tenancy_app.models import Tenant
+from tenancy_app.scoping import in_tenant
+
+from .models import Session, SessionItem
+from .store import SessionStore
+from .timeline import item_text
+
+CHUNK = 500
+EXPORT_FORMATS = {
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
+}
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def session_record(session: Session) -> dict[str, Any]:
+    return {
+        "type": "session",
+        "session_id": session.session_id,
+        "user_id": session.user_id,
+        "status": session.status,
+        "revision": session.revision,
+        "legal_hold": session.legal_hold,
+        "created_at": _iso(session.created_at),
+        "last_active_at": _iso(session.last_active_at),
+        "lease_until": _iso(session.lease_until),
+        "ended_at": _iso(session.ended_at),
+        "end_reason": session.end_reason,
+        "content_deleted_at": _iso(session.content_deleted_at),
+        "metadata": session.metadata,
+    }
+
+
+def item_record(item: SessionItem) -> dict[str, Any]:
+    return {
+        "type": "item",
+        "seq": item.seq,
+        "role": item.role,
+        "item_type": item.item_type,
+        "run_id": item.run_id,
+        "created_at": _iso(item.created_at),
+        "payload": item.payload,
+    }
+
+
+def audit_record(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "type": "audit",
+        "seq": event.seq,
+        "created_at": _iso(event.created_at),
+        "actor": event.actor_label,
+        "actor_type": event.actor_type,
+        "action": event.action,
+        "target_type": event.target_type,
+        "target_id": event.target_id,
+        "reason": event.reason,
+        "before": event.before,
+        "after": event.after,
+    }
+
+
+def records(tenant: Tenant, actor: Actor, session: Session) -> Iterator[dict[str, Any]]:
+    """The session, its items in seq order, then the audit events about it, its runs, their approvals and effects."""
+    yield session_record(session)
+    after = 0
+    while True:
+        with in_tenant(tenant):
+            items = SessionStore(tenant, actor).get_items(
+                session_id=session.session_id, after_seq=after, limit=CHUNK
+            )
+        yield from (item_record(item) for item in items)
+        if len(items) < CHUNK:
+            break
+        after = items[-1].seq
+    with in_tenant(tenant):
+        about = _audit_targets(tenant, actor, session)
+    after = 0
+    while True:
+        with in_tenant(tenant):
+            events = list(
+                AuditStore(tenant, actor)
+                .list_events()
+                .filter(about, seq__gt=after)
+                .order_by("seq")[:CHUNK]
+            )
+        yield from (audit_record(event) for event in events)
+        if len(events) < CHUNK:
+            break
+        after = events[-1].seq
+
+
+def _audit_targets(tenant: Tenant, actor: Actor, session: Session) -> Q:
+    """Audit events about the session, its runs, their approvals and their effects."""
+    runs = RunStateStore(tenant, actor).list_runs(session_id=session.session_id)
+    run_ids = list(runs.values_list("run_id", flat=True))
+    about = Q(target_type="session", target_id=session.session_id)
+    if run_ids:
+        approvals = ApprovalStore(tenant, actor).list_approvals().filter(run__in=runs.values("pk"))
+        effects = EffectStore(tenant, actor).list_effects().filter(run__in=runs.values("pk"))
+        about |= Q(target_type="run", target_id__in=run_ids)
+        about |= Q(target_type="approval", target_id__in=approvals.values("approval_id"))
+        about |= Q(target_type="effect", target_id__in=effects.values("effect_id"))
+    return about
+
+
+def transcript(tenant: Tenant, actor: Actor, session: Session, fmt: str) -> Iterator[str]:
+    rows = records(tenant, actor, session)
+    if fmt == "jsonl":
+        return (json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
+    return _markdown(rows)
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any backtick run inside `text`, so agent text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    session = next(rows)
+    yield f"# Session {session['session_id']}\n\n"
+    for key in (
+        "user_id",
+        "status",
+        "revision",
+        "legal_hold",
+        "created_at",
+        "last_active_at",
+        "ended_at",
+        "end_reason",
+        "content_deleted_at",
+    ):
+        yield f"- **{key}**: {session[key] if session[key] not in (None, '') else '—'}\n"
+    yield "\n## Transcript\n\n"
+    in_items, in_audit = False, False
+    for row in rows:
+        if row["type"] == "item":
+            in_items = True
+            text = item_text(row["payload"])
+            lang = "text" if text else "json"
+            body = text or json.dumps(row["payload"], indent=2, ensure_ascii=False, default=str)
+            # Agent text goes inside a fence it cannot close: a transcript
+            # viewer shows it as text, never as markup.
+            fence = _fence(body)
+            run = f" · run {row['run_id']}" if row["run_id"] else ""
+            yield (
+                f"### #{row['seq']} {row['role']} · {row['item_type']}{run} · {row['created_at']}\n\n"
+                f"{fence}{lang}\n{body}\n{fence}\n\n"
+            )
+        else:
+            if not in_audit:
+                if not in_items:
+                    yield "_No conversation items._\n\n"
+                yield "## Audit events\n\n"
+                in_audit = True
+            reason = " ".join(row["reason"].split())
+            reason = f" — reason: {reason}" if reason else ""
+            yield (
+                f"- #{row['seq']} {row['created_at']} **{row['action']}** by {row['actor']} "
+                f"on {row['target_type']} {row['target_id']}{reason}\n"
+            )
+    if not in_audit:
+        if not in_items:
+            yield "_No conversation items._\n\n"
+        yield "## Audit events\n\n_None._\n"

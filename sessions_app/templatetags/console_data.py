@@ -1,0 +1,34 @@
+"""Template filters for the data pages (sessions, runs, tasks, effects)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString
+
+from sessions_app.timeline import item_text
+from stateroom.jsonview import compact, highlight_json
+
+register = template.Library()
+
+
+@register.filter
+def json_html(value: Any) -> SafeString:
+    """Pretty, highlighted JSON; Pygments escapes every token, so agent text stays text."""
+    return highlight_json(value)
+
+
+@register.filter
+def json_short(value: Any, length: int = 160) -> str:
+    """One-line JSON for table cells (escaped by the template as usual)."""
+    text = compact(value)
+    return text if len(text) <= length else text[: length - 1] + "…"
+
+
+register.filter("item_text", item_text)
+
+
+@register.filter
+def percent(part: int | float, whole: int | float) -> int:
+    return int(100 * part / whole) if whole else 0
