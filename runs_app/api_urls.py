@@ -1,5 +1,12 @@
 """Runtime API routes of runs_app, mounted under /api/v1/."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+urlpatterns = [
+    path("runs", api.run_collection, name="api-runs"),
+    path("runs/<str:run_id>", api.run_detail, name="api-run"),
+    path("runs/<str:run_id>/transition", api.run_transition, name="api-run-transition"),
+    path("runs/<str:run_id>/events", api.run_events, name="api-run-events"),
+]

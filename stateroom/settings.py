@@ -229,6 +229,8 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "tasks_app.models.TaskStatus",
         "EffectStatusEnum": "effects_app.models.EffectStatus",
         "SessionStatusEnum": "sessions_app.models.SessionStatus",
+        "RunStatusEnum": "runs_app.models.RunStatus",
+        "ApprovalStatusEnum": "approvals_app.models.ApprovalStatus",
     },
 }
 
