@@ -1,22 +1,17 @@
 import pytest
-from django.utils import timezone
 
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.models import Run
+from runs_app.store import RunStateStore
 from tenancy_app.scoping import in_tenant
 
 
 @pytest.fixture
 def make_run(db):
-    """A bare run row: the run store is another app's, the ledger only needs the run to exist."""
-
     def make(tenant, run_id: str = "R-101", **kw) -> Run:
-        now = timezone.now()
         with in_tenant(tenant):
-            return Run.objects.create(
-                tenant=tenant, run_id=run_id, created_at=now, updated_at=now, **kw
-            )
+            return RunStateStore(tenant, Actor.system("runtime")).create(run_id=run_id, **kw)
 
     return make
 
