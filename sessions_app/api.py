@@ -98,7 +98,13 @@ def sessions(request):
     if request.method == "POST":
         serializer = SessionCreateIn(data=request.data)
         serializer.is_valid(raise_exception=True)
-        session = store.create(**serializer.validated_data)
+        data = serializer.validated_data
+        session = store.create(
+            session_id=data.get("session_id"),
+            user_id=data["user_id"],
+            metadata=data.get("metadata"),
+            lease_seconds=data["lease_seconds"],
+        )
         return Response(_out(store, session), status=201)
     filters = SessionFilterIn(data=request.query_params)
     filters.is_valid(raise_exception=True)

@@ -193,7 +193,7 @@ class SessionStore(BaseStore):
     def create(
         self,
         *,
-        session_id: str | None,
+        session_id: str | None = None,
         user_id: str,
         metadata: dict | None = None,
         lease_seconds: int = DEFAULT_LEASE_SECONDS,
