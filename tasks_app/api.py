@@ -23,9 +23,9 @@ def _store(request) -> TaskStateStore:
     return TaskStateStore(request.tenant, Actor.from_request(request))
 
 
-def _strings(**kw) -> serializers.ListField:
+def _strings(max_length: int = 200, **kw) -> serializers.ListField:
     return serializers.ListField(
-        child=serializers.CharField(max_length=200, trim_whitespace=False), **kw
+        child=serializers.CharField(max_length=max_length, trim_whitespace=False), **kw
     )
 
 
@@ -35,7 +35,7 @@ class TaskCreateIn(serializers.Serializer):
         PUBLIC_ID_RE, max_length=128, required=False, help_text=PUBLIC_ID_HELP
     )
     objective = serializers.CharField()
-    constraints = _strings(required=False)
+    constraints = _strings(max_length=2000, required=False)
 
 
 class TaskStateIn(serializers.Serializer):
