@@ -79,12 +79,13 @@ def tables() -> dict[str, str]:
     from audit_app.models import AuditEvent
     from effects_app.models import ExternalEffect
     from runs_app.models import NodeExecution, Run, RunEvent, RunTransition
-    from sessions_app.models import Session, SessionAttachment, SessionItem
+    from sessions_app.models import ItemAppend, Session, SessionAttachment, SessionItem
     from tasks_app.models import Task, TaskCheckpoint
 
     return {
         "session": Session._meta.db_table,
         "item": SessionItem._meta.db_table,
+        "item_append": ItemAppend._meta.db_table,
         "attachment": SessionAttachment._meta.db_table,
         "run": Run._meta.db_table,
         "run_event": RunEvent._meta.db_table,

@@ -1,0 +1,301 @@
+"""The HTTP API under gunicorn: per-call latency through the Python client, and a load test.
+
+The bench starts gunicorn itself (2 sync workers, production settings, on
+127.0.0.1 and a free port), times the store operations end to end through
+`stateroom_client.StateroomClient` (one keep-alive httpx client, sequential
+calls), then drives `GET /api/v1/sessions/<id>/items?limit=50` with `wrk`
+when it is installed, or with a bounded pool of Python threads otherwise.
+Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from .generate import Catalogue
+from .scale import Scale
+from .store_ops import checkpoint_state, item
+from .timing import Sample, measure
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = 2
+LOAD_TARGET = 350.0  # req/s reading 50 items, gunicorn with 2 workers
+LOAD_CONNECTIONS = 4
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def gunicorn_command(port: int, extra: list[str] | None = None) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "stateroom.wsgi:application",
+        "--workers",
+        str(WORKERS),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+        *(extra or []),
+    ]
+
+
+@contextmanager
+def gunicorn(log, extra: list[str] | None = None) -> Iterator[str]:
+    """gunicorn on 127.0.0.1, stopped (SIGTERM, then SIGKILL) on exit."""
+    port = free_port()
+    cmd = gunicorn_command(port, extra)
+    log("  starting " + " ".join(cmd[2:]))
+    errors = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-gunicorn-{port}.log"
+    with errors.open("w") as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ), stdout=err, stderr=err)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited: {errors.read_text()[-2000:]}")
+            try:
+                httpx.get(f"{base}/api/v1/schema/", timeout=2)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("gunicorn did not answer within 30 s") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        text = errors.read_text() if errors.exists() else ""
+        if "Traceback" in text or "ERROR" in text:
+            log(f"  gunicorn log {errors}:\n{text[-3000:]}")
+
+
+def runtime_token(cat: Catalogue) -> str:
+    from audit_app.actor import Actor
+    from tenancy_app.models import Tenant
+    from tenancy_app.scoping import in_tenant
+    from tenancy_app.store import TenancyStore
+
+    tenant = Tenant.objects.get(pk=cat.tenant_pk)
+    with in_tenant(tenant):
+        _, raw = TenancyStore(tenant, Actor.system("bench")).create_token(
+            name=f"bench-{uuid.uuid4().hex[:6]}"
+        )
+    return raw
+
+
+def client_ops(client, cat: Catalogue, tag: str) -> list[tuple[str, object]]:
+    sess = cat.active_sessions
+    task_ids = cat.active_tasks
+    run_ids = cat.running_runs
+    states = [checkpoint_state(i) for i in range(16)]
+    versions: dict[str, int] = {}
+    keys: dict[int, str] = {}
+
+    def append(count: int):
+        def op(i: int):
+            return client.append_items(
+                sess[i % len(sess)],
+                [item(i, n) for n in range(count)],
+                idempotency_key=f"{tag}-api-{count}-{i}-{uuid.uuid4().hex[:8]}",
+            )
+
+        return op
+
+    def read(i: int):
+        return client.get_items(sess[i % len(sess)], before_seq=2**62, limit=50)
+
+    def cas(i: int):
+        run_id = run_ids[i % len(run_ids)]
+        if run_id not in versions:
+            versions[run_id] = client.get_run(run_id).version
+        v = versions[run_id]
+        run = client.transition_run(
+            run_id,
+            expected_version=v,
+            turn_index=v % 1000,
+            token_used=v * 10,
+            current_node_id=f"node-{v % 7}",
+        )
+        versions[run_id] = run.version
+        return run
+
+    def save(i: int):
+        return client.append_checkpoint(
+            task_ids[i % len(task_ids)], state=states[i % 16], schema_version=1
+        )
+
+    def load(i: int):
+        return client.latest_checkpoint(task_ids[i % len(task_ids)])
+
+    def effect(i: int):
+        slot = i - (i % 2)
+        if slot not in keys:
+            keys[slot] = f"{tag}-api-{uuid.uuid4().hex}"
+        return client.record_effect(
+            run_ids[(i // 2) % len(run_ids)],
+            idempotency_key=keys[slot],
+            tool_name="send_email",
+            request={"to": f"customer{i // 2}@example.com", "subject": "Your invoice"},
+        )
+
+    return [
+        ("append 1 item", append(1)),
+        ("append 10 items", append(10)),
+        ("read last 50 items", read),
+        ("run compare-and-set", cas),
+        ("save checkpoint (~10 KB)", save),
+        ("load latest checkpoint", load),
+        ("record-or-return effect", effect),
+    ]
+
+
+# --- load test -----------------------------------------------------------------
+
+_WRK_RPS = re.compile(r"Requests/sec:\s+([\d.]+)")
+_WRK_PCT = re.compile(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
+_WRK_TOTAL = re.compile(r"(\d+) requests in ([\d.]+)(ms|s|m)")
+_WRK_NON2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_WRK_ERRORS = re.compile(r"Socket errors: (.*)")
+_UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def load_with_wrk(url: str, token: str, seconds: int) -> dict:
+    cmd = [
+        "wrk",
+        f"-t{min(2, LOAD_CONNECTIONS)}",
+        f"-c{LOAD_CONNECTIONS}",
+        f"-d{seconds}s",
+        "--timeout",
+        "5s",
+        "--latency",
+        "-H",
+        f"Authorization: Bearer {token}",
+        url,
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, check=True)
+    text = out.stdout
+    pct = {m.group(1): float(m.group(2)) * _UNIT[m.group(3)] for m in _WRK_PCT.finditer(text)}
+    total = _WRK_TOTAL.search(text)
+    non2xx = _WRK_NON2XX.search(text)
+    errors = _WRK_ERRORS.search(text)
+    return {
+        "tool": f"wrk -t2 -c{LOAD_CONNECTIONS} -d{seconds}s",
+        "requests": int(total.group(1)) if total else None,
+        "req_per_s": float(_WRK_RPS.search(text).group(1)),
+        "p50_ms": pct.get("50"),
+        "p95_ms": None,  # wrk reports 50/75/90/99
+        "p90_ms": pct.get("90"),
+        "p99_ms": pct.get("99"),
+        "non_2xx": int(non2xx.group(1)) if non2xx else 0,
+        "socket_errors": errors.group(1).strip() if errors else "",
+        "raw_output": text,
+    }
+
+
+def load_with_threads(url: str, token: str, seconds: int, max_requests: int = 100_000) -> dict:
+    """Fallback: LOAD_CONNECTIONS threads, each with its own keep-alive client, bounded."""
+    durations: list[float] = []
+    failures = [0]
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def worker() -> None:
+        local: list[float] = []
+        bad = 0
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=5) as http:
+            while time.perf_counter() < stop_at and len(local) < max_requests // LOAD_CONNECTIONS:
+                t0 = time.perf_counter()
+                response = http.get(url)
+                local.append(time.perf_counter() - t0)
+                bad += response.status_code != 200
+        with lock:
+            durations.extend(local)
+            failures[0] += bad
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(LOAD_CONNECTIONS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    sample = Sample(durations, elapsed)
+    return {
+        "tool": f"python threads x{LOAD_CONNECTIONS} (wrk not installed), {seconds}s",
+        "requests": sample.count,
+        "req_per_s": round(sample.ops_per_s, 1),
+        "p50_ms": round(sample.p50_ms, 2),
+        "p95_ms": round(sample.p95_ms, 2),
+        "non_2xx": failures[0],
+        "socket_errors": "",
+    }
+
+
+def load_test(base: str, token: str, cat: Catalogue, seconds: int) -> dict:
+    path = (
+        f"/api/v1/sessions/{cat.timeline_session}/items"
+        f"?limit=50&before_seq={cat.timeline_items + 1}"
+    )
+    check = httpx.get(base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    if check.status_code != 200 or len(check.json().get("results", [])) != 50:
+        raise RuntimeError(f"GET {path} answered {check.status_code}: {check.text[:300]}")
+    if shutil.which("wrk"):
+        result = load_with_wrk(base + path, token, seconds)
+    else:
+        result = load_with_threads(base + path, token, seconds)
+    result["path"] = path
+    result["target_req_per_s"] = LOAD_TARGET
+    result["met"] = result["req_per_s"] >= LOAD_TARGET and not result["non_2xx"]
+    return result
+
+
+def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
+    from stateroom_client import StateroomClient
+
+    token = runtime_token(cat)
+    tag = uuid.uuid4().hex[:6]
+    result: dict = {"workers": WORKERS, "worker_class": "sync", "operations": []}
+    with gunicorn(log) as base:
+        result["client"] = "stateroom_client.StateroomClient (httpx, keep-alive)"
+        with StateroomClient(base, token, retries=0) as client:
+            for name, op in client_ops(client, cat, tag):
+                try:
+                    sample = measure(
+                        op, iterations=max(50, scale.op_iterations // 2), warmup=10, max_seconds=30
+                    )
+                    row = {"operation": name, **sample.summary()}
+                except Exception as exc:
+                    row = {"operation": name, "error": f"{type(exc).__name__}: {exc}"[:500]}
+                log(f"  API {name}: {row}")
+                result["operations"].append(row)
+        result["load"] = load_test(base, token, cat, scale.load_seconds)
+        log(
+            f"  load: {result['load']['req_per_s']} req/s, p50 {result['load']['p50_ms']} ms"
+            f" ({result['load']['tool']}, non-2xx {result['load']['non_2xx']})"
+        )
+    return result

@@ -1,0 +1,120 @@
+"""Console pages at scale: server time and SQL query count per page.
+
+Django's test Client, in process, logged in as an admin of the first tenant,
+with production settings (DEBUG off, templates cached): the time is what the
+server spends on the request (middleware, view, queries, template), without
+a network. Queries are counted with CaptureQueriesContext on every timed
+request; a page whose count changes between requests, or between the newest
+and the deepest timeline page, is flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .generate import Catalogue
+from .scale import Scale
+from .timing import Sample
+
+P95_TARGET_MS = 150.0
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    path: str
+    expect: str  # text the page must contain, so we time a real page and not an error
+
+
+def pages(cat: Catalogue) -> list[Page]:
+    base = f"/t/{cat.tenant_slug}"
+    deep = 51  # items 1-50: the far end of a long timeline
+    return [
+        Page("approvals inbox", f"{base}/approvals/", "apr_"),
+        Page("sessions list ?status=active", f"{base}/sessions/?status=active", "sess_"),
+        Page(
+            f"session timeline, newest page ({cat.timeline_items:,} items)",
+            f"{base}/sessions/{cat.timeline_session}/",
+            cat.timeline_session,
+        ),
+        Page(
+            "session timeline, deepest page (items 1-50)",
+            f"{base}/sessions/{cat.timeline_session}/?before_seq={deep}",
+            cat.timeline_session,
+        ),
+        Page(
+            "run inspector (200 events, 50 versions)",
+            f"{base}/runs/{cat.inspect_run}/",
+            cat.inspect_run,
+        ),
+        Page(
+            "audit log ?action=approval.approved",
+            f"{base}/audit/?action=approval.approved",
+            "approval.approved",
+        ),
+    ]
+
+
+def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    # Production storage needs the manifest that collectstatic writes.
+    call_command("collectstatic", interactive=False, verbosity=0)
+    client = Client()
+    client.force_login(get_user_model().objects.get(pk=cat.user_pk))
+    results = []
+    for page in pages(cat):
+        row: dict = {"page": page.name, "path": page.path, "target_p95_ms": P95_TARGET_MS}
+        try:
+            for _ in range(3):  # warm-up: template loading, first connection use
+                response = client.get(page.path)
+            if response.status_code != 200:
+                raise RuntimeError(f"answered {response.status_code}")
+            if page.expect not in response.content.decode():
+                raise RuntimeError(f"page does not show {page.expect!r}")
+            sample = Sample()
+            counts: list[int] = []
+            import time
+
+            started = time.perf_counter()
+            for _ in range(scale.page_iterations):
+                with CaptureQueriesContext(connection) as ctx:
+                    t0 = time.perf_counter()
+                    response = client.get(page.path)
+                    sample.durations.append(time.perf_counter() - t0)
+                counts.append(len(ctx.captured_queries))
+                if response.status_code != 200:
+                    raise RuntimeError(f"answered {response.status_code} while timing")
+            sample.elapsed = time.perf_counter() - started
+            row.update(sample.summary())
+            row["queries"] = counts[0]
+            row["queries_constant"] = len(set(counts)) == 1
+            row["bytes"] = len(response.content)
+            row["met"] = sample.p95_ms < P95_TARGET_MS and row["queries_constant"]
+            row["sql"] = [q["sql"][:400] for q in ctx.captured_queries]
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+            row["met"] = False
+        log(
+            f"  {page.name}: p50 {row.get('p50_ms')} ms, p95 {row.get('p95_ms')} ms,"
+            f" {row.get('queries')} queries{' ERROR ' + row['error'] if 'error' in row else ''}"
+        )
+        results.append(row)
+    newest, deepest = results[2], results[3]
+    keyset = {
+        "newest_p50_ms": newest.get("p50_ms"),
+        "deepest_p50_ms": deepest.get("p50_ms"),
+        "newest_queries": newest.get("queries"),
+        "deepest_queries": deepest.get("queries"),
+    }
+    if newest.get("p50_ms") and deepest.get("p50_ms"):
+        keyset["deep_over_newest"] = round(deepest["p50_ms"] / newest["p50_ms"], 2)
+        # "Costs the same": same query count and within 1.5x (timer noise on a shared machine).
+        keyset["met"] = (
+            newest.get("queries") == deepest.get("queries") and keyset["deep_over_newest"] <= 1.5
+        )
+    return {"pages": results, "timeline_keyset": keyset}

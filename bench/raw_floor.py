@@ -1,0 +1,304 @@
+"""The floor: the same operations as hand-written psycopg 3 SQL.
+
+What a careful engineer would write without Stateroom's stores, keeping the
+same guarantees so the comparison is fair:
+
+- every transaction sets `app.tenant_id` first (forced RLS applies), and
+  filters on `tenant_id` explicitly too;
+- appends claim seqs with one conditional `UPDATE ... RETURNING` on the
+  session row (gap-free, commit-ordered), only on a live session whose lease
+  has not passed; an idempotency key is recorded in the same transaction and
+  a repeated key returns the original seqs (a different request is refused);
+- compare-and-set is one conditional UPDATE on the version plus the
+  transition row; checkpoints take the next seq under the task's row lock
+  and refuse a finished task;
+- effects are recorded under a unique key; a repeat returns the existing
+  record, a different request under the same key is refused.
+
+It uses psycopg's defaults (server-side binding, statements prepared after
+five runs), i.e. the fastest plain psycopg there is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .database import TENANT_SETTING
+from .generate import tables
+
+TERMINAL_RUN = ("succeeded", "failed", "cancelled")
+TERMINAL_TASK = ("completed", "failed", "cancelled")
+
+
+class RefusedError(Exception):
+    """The raw floor's 404/409/422 (never expected while measuring)."""
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class RawFloor:
+    def __init__(self, conn: psycopg.Connection, tenant_pk: int) -> None:
+        self.conn = conn
+        self.tenant = tenant_pk
+        self.t = tables()
+        self.statements = 0  # SQL statements sent, BEGIN/COMMIT not counted (as in Django's count)
+
+    def _x(self, cur: psycopg.Cursor, sql: str, params: Any = None) -> psycopg.Cursor:
+        self.statements += 1
+        return cur.execute(sql, params)
+
+    def _tx(self):
+        return _TenantTx(self)
+
+    # --- sessions -----------------------------------------------------------
+    def append_items(self, *, session_id: str, items: list[dict], idempotency_key: str) -> tuple:
+        t = self.t
+        digest = sha256(canonical({"items": items, "run_id": ""}))
+        now = datetime.now(UTC)
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"UPDATE {t['session']} SET last_seq = last_seq + %s, last_active_at = %s,"
+                " status = 'active' WHERE tenant_id = %s AND session_id = %s"
+                " AND status IN ('active', 'idle') AND lease_until >= %s"
+                " AND content_deleted_at IS NULL RETURNING id, last_seq",
+                [len(items), now, self.tenant, session_id, now],
+            ).fetchone()
+            if row is None:
+                raise RefusedError("session not writable")
+            session_pk, last_seq = row
+            first_seq = last_seq - len(items) + 1
+            recorded = self._x(
+                cur,
+                f"INSERT INTO {t['item_append']} (tenant_id, session_id, idempotency_key,"
+                " request_digest, first_seq, last_seq, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id",
+                [self.tenant, session_pk, idempotency_key, digest, first_seq, last_seq, now],
+            ).fetchone()
+            if recorded is None:
+                raise _Replay(session_pk)
+            self._x(
+                cur,
+                f"INSERT INTO {t['item']} (tenant_id, session_id, seq, role, item_type, payload,"
+                " run_id, created_at) SELECT %s, %s, %s + u.ord - 1, u.role, u.item_type,"
+                " u.payload::jsonb, '', %s FROM unnest(%s::text[], %s::text[], %s::text[])"
+                " WITH ORDINALITY AS u(role, item_type, payload, ord)",
+                [
+                    self.tenant,
+                    session_pk,
+                    first_seq,
+                    now,
+                    [i["role"] for i in items],
+                    [i["item_type"] for i in items],
+                    [json.dumps(i["payload"]) for i in items],
+                ],
+            )
+            return first_seq, last_seq, True
+
+    def append_items_or_replay(self, **kw) -> tuple:
+        try:
+            return self.append_items(**kw)
+        except _Replay as replay:
+            with self._tx() as cur:
+                row = self._x(
+                    cur,
+                    f"SELECT first_seq, last_seq, request_digest FROM {self.t['item_append']}"
+                    " WHERE tenant_id = %s AND session_id = %s AND idempotency_key = %s",
+                    [self.tenant, replay.session_pk, kw["idempotency_key"]],
+                ).fetchone()
+            if row[2] != sha256(canonical({"items": kw["items"], "run_id": ""})):
+                raise RefusedError("idempotency_key_reused") from None
+            return row[0], row[1], False
+
+    def last_items(self, *, session_id: str, limit: int = 50) -> list[tuple]:
+        with self._tx() as cur:
+            rows = self._x(
+                cur,
+                f"SELECT s.id, i.seq, i.role, i.item_type, i.payload, i.run_id, i.created_at"
+                f" FROM {self.t['session']} s LEFT JOIN LATERAL ("
+                f"  SELECT seq, role, item_type, payload, run_id, created_at FROM {self.t['item']}"
+                "   WHERE tenant_id = s.tenant_id AND session_id = s.id ORDER BY seq DESC LIMIT %s"
+                ") i ON true WHERE s.tenant_id = %s AND s.session_id = %s",
+                [limit, self.tenant, session_id],
+            ).fetchall()
+        if not rows:
+            raise RefusedError("no such session")
+        rows.reverse()
+        return [r[1:] for r in rows if r[1] is not None]
+
+    # --- runs -----------------------------------------------------------------
+    def compare_and_set(self, *, run_id: str, expected_version: int, changes: dict) -> int:
+        t = self.t
+        now = datetime.now(UTC)
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"UPDATE {t['run']} SET turn_index = %s, token_used = %s, current_node_id = %s,"
+                " updated_at = %s, previous_status = status, version = version + 1"
+                " WHERE tenant_id = %s AND run_id = %s AND version = %s"
+                " AND status NOT IN ('succeeded', 'failed', 'cancelled')"
+                " RETURNING id, version, status, previous_status",
+                [
+                    changes["turn_index"],
+                    changes["token_used"],
+                    changes["current_node_id"],
+                    now,
+                    self.tenant,
+                    run_id,
+                    expected_version,
+                ],
+            ).fetchone()
+            if row is None:
+                raise RefusedError("version_conflict")
+            run_pk, version, status, previous = row
+            self._x(
+                cur,
+                f"INSERT INTO {t['run_transition']} (tenant_id, run_id, version, from_status,"
+                " to_status, changes, actor_label, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    self.tenant,
+                    run_pk,
+                    version,
+                    previous,
+                    status,
+                    Jsonb(changes),
+                    "token:bench",
+                    now,
+                ],
+            )
+        return version
+
+    # --- tasks ----------------------------------------------------------------
+    def append_checkpoint(self, *, task_id: str, schema_version: int, state: dict) -> tuple:
+        t = self.t
+        body = canonical(state)
+        checkpoint_id = f"ckpt_{uuid.uuid4().hex[:20]}"
+        now = datetime.now(UTC)
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"UPDATE {t['task']} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
+                " latest_checkpoint_id = %s, schema_version = %s, updated_at = %s"
+                " WHERE tenant_id = %s AND task_id = %s"
+                " AND status NOT IN ('completed', 'failed', 'cancelled')"
+                " RETURNING id, last_checkpoint_seq",
+                [checkpoint_id, schema_version, now, self.tenant, task_id],
+            ).fetchone()
+            if row is None:
+                raise RefusedError("no such task or finished")
+            task_pk, seq = row
+            self._x(
+                cur,
+                f"INSERT INTO {t['checkpoint']} (tenant_id, task_id, checkpoint_id, seq,"
+                " schema_version, node_id, state, size_bytes, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, '', %s, %s, %s)",
+                [
+                    self.tenant,
+                    task_pk,
+                    checkpoint_id,
+                    seq,
+                    schema_version,
+                    Jsonb(body, dumps=_already_json),
+                    len(body.encode()),
+                    now,
+                ],
+            )
+        return checkpoint_id, seq
+
+    def latest_checkpoint(self, *, task_id: str) -> tuple:
+        t = self.t
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"SELECT c.checkpoint_id, c.seq, c.schema_version, c.node_id, c.state, c.created_at"
+                f" FROM {t['task']} k JOIN {t['checkpoint']} c ON c.tenant_id = k.tenant_id"
+                " AND c.task_id = k.id AND c.seq = k.last_checkpoint_seq"
+                " WHERE k.tenant_id = %s AND k.task_id = %s",
+                [self.tenant, task_id],
+            ).fetchone()
+        if row is None:
+            raise RefusedError("no checkpoint")
+        return row
+
+    # --- effects --------------------------------------------------------------
+    def record_effect(
+        self, *, run_id: str, idempotency_key: str, tool_name: str, request: dict
+    ) -> tuple[str, bool]:
+        t = self.t
+        wanted = sha256(canonical({"tool_name": tool_name, "request": request}))
+        now = datetime.now(UTC)
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"INSERT INTO {t['effect']} (tenant_id, effect_id, run_id, node_id, idempotency_key,"
+                " tool_name, request, request_digest, status, settled_by, settle_reason,"
+                " created_at, updated_at)"
+                f" SELECT %s, %s, r.id, '', %s, %s, %s, %s, 'started', '', '', %s, %s FROM {t['run']} r"
+                " WHERE r.tenant_id = %s AND r.run_id = %s"
+                " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING effect_id",
+                [
+                    self.tenant,
+                    f"eff_{uuid.uuid4().hex[:20]}",
+                    idempotency_key,
+                    tool_name,
+                    Jsonb(request),
+                    wanted,
+                    now,
+                    now,
+                    self.tenant,
+                    run_id,
+                ],
+            ).fetchone()
+            if row is not None:
+                return row[0], True
+            existing = self._x(
+                cur,
+                f"SELECT effect_id, request_digest, status FROM {t['effect']}"
+                " WHERE tenant_id = %s AND idempotency_key = %s",
+                [self.tenant, idempotency_key],
+            ).fetchone()
+        if existing is None:
+            raise RefusedError("no such run")
+        if existing[1] != wanted:
+            raise RefusedError("idempotency_key_reused")
+        return existing[0], False
+
+
+def _already_json(value: str) -> str:
+    return value
+
+
+class _Replay(Exception):
+    def __init__(self, session_pk: int) -> None:
+        self.session_pk = session_pk
+
+
+class _TenantTx:
+    def __init__(self, floor: RawFloor) -> None:
+        self.floor = floor
+
+    def __enter__(self) -> psycopg.Cursor:
+        self._tx = self.floor.conn.transaction()
+        self._tx.__enter__()
+        self._cur = self.floor.conn.cursor()
+        self.floor._x(
+            self._cur, "SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(self.floor.tenant)]
+        )
+        return self._cur
+
+    def __exit__(self, *exc) -> bool | None:
+        self._cur.close()
+        return self._tx.__exit__(*exc)
