@@ -172,3 +172,31 @@ def audit_actions(tenant: Tenant, target_id: str | None = None) -> list[str]:
         if target_id is not None:
             events = events.filter(target_id=target_id)
         return list(events.values_list("action", flat=True))
+
+
+def database_url() -> str:
+    """The URL of the database this test process uses (the test database), for subprocesses."""
+    from urllib.parse import quote
+
+    from django.db import connection
+
+    s = connection.settings_dict
+    auth = quote(s["USER"] or "", safe="")
+    if s.get("PASSWORD"):
+        auth += ":" + quote(s["PASSWORD"], safe="")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a subprocess that must see exactly this test's (committed) data."""
+    import os
+
+    env = dict(os.environ)
+    env.pop("STATEROOM_TEST_DB_SUFFIX", None)
+    env.update(
+        DJANGO_SETTINGS_MODULE="stateroom.test_settings",
+        DATABASE_URL=database_url(),
+        DB_CONN_MAX_AGE="0",
+        **extra,
+    )
+    return env

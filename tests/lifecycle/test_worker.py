@@ -1,0 +1,230 @@
+"""Out-of-process tests: a real Celery worker on Redis, and a deletion killed with SIGKILL.
+
+Both need PostgreSQL (the other process reads what this one committed) and
+run with `transaction=True`. The worker test also needs Redis
+(CELERY_BROKER_URL, default redis://127.0.0.1:6379/15); without it the test
+skips locally and fails in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from audit_app.models import AuditEvent
+from runs_app.models import RunEvent
+from sessions_app.deletion import ContentDeletionStore
+from sessions_app.models import Session, SessionItem
+from sessions_app.tasks import sweep_expired_sessions
+from stateroom.celery import app as celery_app
+from tenancy_app.scoping import in_tenant
+from tests.conftest import require_infrastructure
+
+from .conftest import ADMIN, build_session, subprocess_env
+from .test_sweeps import overdue_session
+
+ROOT = Path(settings.BASE_DIR)
+BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
+WAIT_SECONDS = 60
+
+
+def redis_reachable(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+def _reset_producer() -> None:
+    """Drop the app's cached broker pool and routing, so a conf change takes effect."""
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+        celery_app._pool = None
+    celery_app.__dict__.pop("amqp", None)
+
+
+@contextmanager
+def producing_to(broker_url: str, queue: str) -> Iterator[None]:
+    """Turn eager mode off: `.delay()` in this process goes to `queue` on the real broker."""
+    keys = ("task_always_eager", "broker_url", "task_default_queue")
+    saved = {key: celery_app.conf[key] for key in keys}
+    _reset_producer()
+    celery_app.conf.update(task_always_eager=False, broker_url=broker_url, task_default_queue=queue)
+    try:
+        yield
+    finally:
+        _reset_producer()
+        celery_app.conf.update(saved)
+
+
+@contextmanager
+def celery_worker_process(queue: str) -> Iterator[Path]:
+    """`celery -A stateroom worker` in a subprocess, on this test's database and its own queue."""
+    log = Path(tempfile.mkstemp(prefix="lifecycle-worker-", suffix=".log")[1])
+    env = subprocess_env(CELERY_TASK_ALWAYS_EAGER="0", CELERY_BROKER_URL=BROKER_URL)
+    command = [
+        str(Path(sys.executable).with_name("celery")),
+        "-A",
+        "stateroom",
+        "worker",
+        "-Q",
+        queue,
+        "-n",
+        f"{queue}@%h",
+        "-P",
+        "solo",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-l",
+        "INFO",
+    ]
+    with log.open("w") as out:
+        worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield log
+    finally:
+        worker.send_signal(signal.SIGTERM)  # warm shutdown
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(timeout=10)
+        log.unlink(missing_ok=True)
+
+
+def worker_ran(log: Path, task_name: str) -> bool:
+    return any(
+        f"Task {task_name}[" in line and " succeeded in " in line
+        for line in log.read_text().splitlines()
+    )
+
+
+def wait_for(condition, log: Path | None = None, timeout: float = WAIT_SECONDS):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    worker_log = log.read_text()[-4000:] if log else ""
+    pytest.fail(f"timed out after {timeout}s; worker log:\n{worker_log}")
+
+
+@pytest.mark.postgres
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_real_worker_runs_a_sweep_and_a_deletion(tenant_a):
+    require_infrastructure(
+        redis_reachable(BROKER_URL), f"needs Redis at {BROKER_URL} (set CELERY_BROKER_URL)"
+    )
+    overdue_session(tenant_a, "overdue")
+    with in_tenant(tenant_a):
+        build_session(tenant_a, "doomed", items=25, events=10, checkpoints=3, effects=2)
+    queue = f"lifecycle-{uuid.uuid4().hex[:12]}"
+
+    with producing_to(BROKER_URL, queue), celery_worker_process(queue) as log:
+        sweep_expired_sessions.delay(tenant_id=tenant_a.pk)
+        with in_tenant(tenant_a):
+            # Enqueued by the store on commit of this block, to the real broker.
+            deletion = ContentDeletionStore(tenant_a, ADMIN).request(
+                session_id="doomed", reason="user asked"
+            )
+
+        def finished():
+            with in_tenant(tenant_a):
+                expired = Session.objects.get(tenant=tenant_a, session_id="overdue").status
+                job = ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
+                return (expired, job) if expired == "expired" and job.status == "done" else None
+
+        _, job = wait_for(finished, log)
+        # Both ran in the worker process, not eagerly in this one.
+        wait_for(
+            lambda: (
+                worker_ran(log, "sessions_app.tasks.sweep_expired_sessions")
+                and worker_ran(log, "sessions_app.tasks.delete_session_content")
+            ),
+            log,
+        )
+
+    assert job.counts == {
+        "session_items": 25,
+        "run_event_payloads": 10,
+        "checkpoint_bodies": 3,
+        "effect_payloads": 2,
+    }
+    with in_tenant(tenant_a):
+        assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
+        expired_by = AuditEvent.objects.get(
+            tenant=tenant_a, action="session.expired", target_id="overdue"
+        )
+        deleted_by = AuditEvent.objects.get(tenant=tenant_a, action="session.content_deleted")
+    assert (expired_by.actor_type, expired_by.actor_label) == ("system", "sweep")
+    assert (deleted_by.actor_type, deleted_by.actor_label) == ("system", "deletion")
+    assert deleted_by.after["counts"] == job.counts
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_deletion_killed_with_sigkill_resumes_with_exact_counts(tenant_a):
+    with in_tenant(tenant_a):
+        build_session(tenant_a, "s1", items=7, events=4, checkpoints=2, effects=1)
+        deletion = ContentDeletionStore(tenant_a, ADMIN).request(
+            session_id="s1", reason="asked", enqueue=False
+        )
+
+    crashed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.lifecycle.crash_deletion",
+            str(tenant_a.pk),
+            deletion.deletion_id,
+            "2",
+            "3",
+        ],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+
+    with in_tenant(tenant_a):
+        half = ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
+        left = SessionItem.objects.filter(tenant=tenant_a).count()
+    # Two batches committed; the third died before its commit and left nothing.
+    assert (half.status, half.counts["session_items"], left) == ("running", 4, 3)
+
+    with in_tenant(tenant_a, atomic=False):
+        done = ContentDeletionStore(tenant_a, ADMIN).run(
+            deletion_id=deletion.deletion_id, batch_size=2
+        )
+    assert done.status == "done"
+    assert (
+        done.counts
+        == done.planned
+        == {
+            "session_items": 7,
+            "run_event_payloads": 4,
+            "checkpoint_bodies": 2,
+            "effect_payloads": 1,
+        }
+    )
+    with in_tenant(tenant_a):
+        assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
+        assert RunEvent.objects.filter(tenant=tenant_a, payload__isnull=False).count() == 0
