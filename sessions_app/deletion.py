@@ -108,15 +108,81 @@ def remaining(
     raise ValueError(f"unknown data class {data_class!r}")
 
 
-def _delete_batch(
-    tenant: Tenant, session: Session, data_class: str, *, limit: int, now: datetime
-) -> int:
-    """Remove the content of up to `limit` rows of one class; returns how many."""
-    pending = remaining(tenant, session, data_class)
-    ids = list(pending.order_by("pk").values_list("pk", flat=True)[:limit])
-    if not ids:
-        return 0
-    rows = pending.model.objects.filter(tenant=tenant, pk__in=ids)
+class _Sweep:
+    """Where one `run` call has got to: a keyset cursor per (data class, container).
+
+    Containers are what the rows hang off and are indexed by: the session
+    (items, by seq), each run (events by seq, effects by id), each task
+    (checkpoints by seq). Walking each container's index from the last key
+    keeps every batch's queries short however far the job has got; the
+    cursors live in memory only, so a resumed job rescans from the start
+    once, and the "nothing left" check before closing the receipt reads the
+    tables themselves.
+    """
+
+    def __init__(self, tenant: Tenant, session: Session, classes: Iterable[str]) -> None:
+        self.tenant = tenant
+        self.classes = list(classes)
+        self.restart(session)
+
+    def restart(self, session: Session) -> None:
+        tenant = self.tenant
+        runs = list(session_runs(tenant, session).order_by("pk").values_list("pk", flat=True))
+        tasks = list(session_tasks(tenant, session).order_by("pk").values_list("pk", flat=True))
+        containers = {
+            SESSION_ITEMS: [session.pk],
+            RUN_EVENT_PAYLOADS: runs,
+            CHECKPOINT_BODIES: tasks,
+            EFFECT_PAYLOADS: runs,
+        }
+        self.todo: list[tuple[str, int]] = [
+            (cls, pk) for cls in DATA_CLASSES if cls in self.classes for pk in containers[cls]
+        ]
+        self.cursor: dict[tuple[str, int], int] = {}
+
+    def _rows(self, data_class: str, container: int, after: int) -> tuple[QuerySet, str]:
+        tenant = self.tenant
+        if data_class == SESSION_ITEMS:
+            rows = SessionItem.objects.filter(tenant=tenant, session_id=container)
+            return rows.filter(seq__gt=after), "seq"
+        if data_class == RUN_EVENT_PAYLOADS:
+            rows = RunEvent.objects.filter(
+                tenant=tenant, run_id=container, payload_deleted_at__isnull=True
+            )
+            return rows.filter(seq__gt=after), "seq"
+        if data_class == CHECKPOINT_BODIES:
+            rows = TaskCheckpoint.objects.filter(
+                tenant=tenant, task_id=container, body_deleted_at__isnull=True
+            )
+            return rows.filter(seq__gt=after), "seq"
+        rows = ExternalEffect.objects.filter(
+            tenant=tenant, run_id=container, redacted_at__isnull=True
+        )
+        return rows.filter(pk__gt=after), "pk"
+
+    def batch(self, *, limit: int, now: datetime) -> dict[str, int]:
+        """Remove the content of up to `limit` rows; returns how many per data class."""
+        handled: dict[str, int] = {}
+        budget = limit
+        while self.todo and budget:
+            data_class, container = key = self.todo[0]
+            rows, order = self._rows(data_class, container, self.cursor.get(key, 0))
+            found = list(rows.order_by(order).values_list("pk", order)[:budget])
+            if found:
+                pks = [pk for pk, _ in found]
+                handled[data_class] = handled.get(data_class, 0) + _remove(
+                    self.tenant, data_class, rows.model, pks, now
+                )
+                budget -= len(found)
+                self.cursor[key] = found[-1][1]
+            if not budget:
+                break
+            self.todo.pop(0)  # fewer rows than asked for: this container is done
+        return handled
+
+
+def _remove(tenant: Tenant, data_class: str, model, pks: list[int], now: datetime) -> int:
+    rows = model.objects.filter(tenant=tenant, pk__in=pks)
     if data_class == SESSION_ITEMS:
         deleted, _ = rows.delete()
         return deleted
@@ -360,8 +426,9 @@ class ContentDeletionStore(BaseStore):
         """Run (or resume) a deletion job until it is done or refused.
 
         Each batch is its own short tenant transaction: lock the session and
-        the job, stop if a legal hold is on, remove up to `batch_size` rows of
-        the next data class with content left, add them to the counts. When
+        the job, stop if a legal hold is on, remove the content of up to
+        `batch_size` rows (class by class, in `DATA_CLASSES` order), add them
+        to the counts. When
         nothing is left, the same kind of transaction sets
         `Session.content_deleted_at`, closes the receipt and audits
         `session.content_deleted` with the counts. A finished job is returned
@@ -374,15 +441,19 @@ class ContentDeletionStore(BaseStore):
             raise Unprocessable(
                 "Batch size out of range.", details={"batch_size": [f"1..{MAX_BATCH_SIZE}"]}
             )
+        sweep: _Sweep | None = None
         while True:
             with tenant_transaction(self.tenant.pk):
-                deletion, finished = self._run_batch(deletion_id, batch_size)
+                deletion, session = self._lock_job(deletion_id)
+                if sweep is None:
+                    sweep = _Sweep(self.tenant, session, deletion.planned)
+                deletion, finished = self._run_batch(deletion, session, sweep, batch_size)
                 if on_batch is not None and not finished:
                     on_batch(deletion)
             if finished:
                 return deletion
 
-    def _run_batch(self, deletion_id: str, batch_size: int) -> tuple[ContentDeletion, bool]:
+    def _lock_job(self, deletion_id: str) -> tuple[ContentDeletion, Session]:
         session_pk = (
             ContentDeletion.objects.filter(tenant=self.tenant, deletion_id=deletion_id)
             .values_list("session_id", flat=True)
@@ -397,6 +468,11 @@ class ContentDeletionStore(BaseStore):
             tenant=self.tenant, deletion_id=deletion_id
         )
         deletion.session = session
+        return deletion, session
+
+    def _run_batch(
+        self, deletion: ContentDeletion, session: Session, sweep: _Sweep, batch_size: int
+    ) -> tuple[ContentDeletion, bool]:
         if deletion.status not in OPEN_STATUSES:
             return deletion, True
         now = self.now()
@@ -424,14 +500,20 @@ class ContentDeletionStore(BaseStore):
             )
             return deletion, True
 
-        for data_class in deletion.planned:
-            handled = _delete_batch(self.tenant, session, data_class, limit=batch_size, now=now)
-            if handled:
-                counts = dict(deletion.counts)
-                counts[data_class] = counts.get(data_class, 0) + handled
-                deletion.counts = counts
-                deletion.save(update_fields=fields)
-                return deletion, False
+        handled = sweep.batch(limit=batch_size, now=now)
+        if not handled and any(
+            remaining(self.tenant, session, cls).exists() for cls in deletion.planned
+        ):
+            # Written since this run started (a late run event, a new attachment):
+            # walk the containers again.
+            sweep.restart(session)
+            handled = sweep.batch(limit=batch_size, now=now)
+        if handled:
+            deletion.counts = {
+                cls: deletion.counts.get(cls, 0) + handled.get(cls, 0) for cls in deletion.planned
+            }
+            deletion.save(update_fields=fields)
+            return deletion, False
 
         # Nothing of the job's classes is left: close the receipt.
         deletion.status = DeletionStatus.DONE

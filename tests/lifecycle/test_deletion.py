@@ -182,22 +182,24 @@ def test_run_twice_is_harmless(tenant_a, make_session):
     assert audit_actions(tenant_a, "s1").count("session.content_deleted") == 1
 
 
-def test_batches_are_bounded_and_counted_per_batch(tenant_a, make_session):
-    make_session(tenant_a, "s1", items=5, events=3, checkpoints=0, effects=0)
+def test_batches_are_bounded_filled_across_classes_and_runs(tenant_a, make_session):
+    make_session(tenant_a, "s1", items=5, runs=3, events=1, checkpoints=0, effects=1)
     seen = []
     with in_tenant(tenant_a):
         deletion = store(tenant_a).request(session_id="s1", reason="asked")
         store(tenant_a).run(
             deletion_id=deletion.deletion_id,
             batch_size=2,
-            on_batch=lambda d: seen.append(dict(d.counts)),
+            on_batch=lambda d: seen.append(tuple(d.counts[cls] for cls in DATA_CLASSES)),
         )
-    assert [(c["session_items"], c["run_event_payloads"]) for c in seen] == [
-        (2, 0),
-        (4, 0),
-        (5, 0),
-        (5, 2),
-        (5, 3),
+    # (items, event payloads, checkpoint bodies, effect payloads) after each batch
+    assert seen == [
+        (2, 0, 0, 0),
+        (4, 0, 0, 0),
+        (5, 1, 0, 0),
+        (5, 3, 0, 0),
+        (5, 3, 0, 2),
+        (5, 3, 0, 3),
     ]
 
 
