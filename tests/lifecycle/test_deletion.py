@@ -7,7 +7,9 @@ import pytest
 from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
+from effects_app.store import EffectStore
 from runs_app.models import RunEvent
+from runs_app.store import RunStateStore
 from sessions_app.deletion import (
     DATA_CLASSES,
     ContentDeletionStore,
@@ -17,6 +19,7 @@ from sessions_app.models import ContentDeletion, DeletionStatus, Session, Sessio
 from sessions_app.store import SessionStore
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.models import TaskCheckpoint
+from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
 
@@ -457,3 +460,56 @@ def test_request_is_atomic_with_the_callers_transaction(tenant_a, make_session):
     with in_tenant(tenant_a):
         assert ContentDeletion.objects.filter(tenant=tenant_a).count() == 0
         assert "session.content_deletion_requested" not in audit_actions(tenant_a)
+
+
+def test_every_store_read_shows_the_content_gone_and_idempotency_still_holds(tenant_a):
+    with in_tenant(tenant_a):
+        sessions = SessionStore(tenant_a, ADMIN)
+        sessions.create(session_id="s1", user_id="u1")
+        sessions.append_items(
+            session_id="s1",
+            items=[
+                {"role": "user", "item_type": "message", "payload": {"text": "my card is 4242"}}
+            ],
+        )
+        TaskStateStore(tenant_a, ADMIN).create(task_id="t1", objective="refund")
+        checkpoint = TaskStateStore(tenant_a, ADMIN).append_checkpoint(
+            task_id="t1", schema_version=1, state={"card": "4242"}
+        )
+        runs = RunStateStore(tenant_a, ADMIN)
+        runs.create(run_id="r1", session_id="s1", task_id="t1")
+        runs.append_events(
+            run_id="r1", events=[{"type": "tool_output", "payload": {"card": "4242"}}]
+        )
+        effects = EffectStore(tenant_a, ADMIN)
+        effect, _ = effects.record(
+            run_id="r1", idempotency_key="refund-1", tool_name="refund", request={"card": "4242"}
+        )
+        effects.commit(effect_id=effect.effect_id, result={"refund": "re_1"})
+        sessions.close(session_id="s1", reason="done")
+
+        deletion = store(tenant_a).request(session_id="s1", reason="asked", enqueue=False)
+        done = store(tenant_a).run(deletion_id=deletion.deletion_id)
+
+        assert sessions.get_items(session_id="s1") == []
+        [event] = runs.get_events(run_id="r1")
+        assert (event.type, event.payload) == ("tool_output", None)
+        kept = TaskStateStore(tenant_a, ADMIN).get_checkpoint(
+            task_id="t1", checkpoint_id=checkpoint.checkpoint_id
+        )
+        assert (kept.seq, kept.state) == (1, None)
+        again, created = effects.record(
+            run_id="r1", idempotency_key="refund-1", tool_name="refund", request={"card": "4242"}
+        )
+        assert (again.effect_id, created, again.status, again.result) == (
+            effect.effect_id,
+            False,
+            "committed",
+            None,
+        )
+    assert done.counts == {
+        "session_items": 1,
+        "run_event_payloads": 1,
+        "checkpoint_bodies": 1,
+        "effect_payloads": 1,
+    }

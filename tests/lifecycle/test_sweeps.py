@@ -6,6 +6,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -20,6 +21,7 @@ from sessions_app.deletion import ContentDeletionStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore
 from sessions_app.tasks import sweep_expired_sessions
+from stateroom.celery import app
 from tenancy_app.jobs import for_each_tenant
 from tenancy_app.rls import TENANT_SETTING
 from tenancy_app.scoping import in_tenant
@@ -73,6 +75,22 @@ def audit_rows(tenant, action: str) -> list[tuple[str, str, str]]:
             .order_by("target_id")
             .values_list("target_id", "actor_type", "actor_label")
         )
+
+
+def test_beat_schedule_and_jobs_name_registered_tasks():
+    app.loader.import_default_modules()
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert scheduled == {
+        "sessions_app.tasks.sweep_expired_sessions",
+        "approvals_app.tasks.sweep_expired_approvals",
+        "runs_app.tasks.sweep_overdue_runs",
+        "sessions_app.tasks.apply_retention",
+    }
+    on_demand = {
+        "sessions_app.tasks.delete_session_content",
+        "approvals_app.webhooks.notify_decision",
+    }
+    assert (scheduled | on_demand) <= set(app.tasks)
 
 
 def test_session_sweep_expires_overdue_sessions_of_every_tenant_in_batches(tenant_a, tenant_b):
