@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -205,6 +206,8 @@ class SessionStore(BaseStore):
             errors["user_id"] = [f"must be a non-empty string of at most {MAX_USER_ID_LENGTH}"]
         if metadata is not None and not isinstance(metadata, dict):
             errors["metadata"] = ["must be an object"]
+        elif problem := _json_problem(metadata):
+            errors["metadata"] = [problem]
         errors.update(_lease_errors(lease_seconds))
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
@@ -428,12 +431,14 @@ class SessionStore(BaseStore):
 
     # --- lifecycle (audited) ------------------------------------------------
     def close(self, *, session_id: str, reason: str = "") -> Session:
+        _check_reason(reason)
         with transaction.atomic():
             session = self._lock(session_id)
             self._end(session, SessionStatus.CLOSED, reason=reason, actor=self.actor)
         return session
 
     def expire(self, *, session_id: str, reason: str = "") -> Session:
+        _check_reason(reason)
         with transaction.atomic():
             session = self._lock(session_id)
             self._end(session, SessionStatus.EXPIRED, reason=reason, actor=self.actor)
@@ -441,6 +446,7 @@ class SessionStore(BaseStore):
 
     def set_legal_hold(self, *, session_id: str, on: bool, reason: str) -> Session:
         """Hold (or release) the session's content against every deletion; works on ended sessions too."""
+        _check_reason(reason)
         with transaction.atomic():
             session = self._lock(session_id)
             if session.legal_hold == on:
@@ -744,7 +750,42 @@ def _not_found(session_id: str) -> NotFound:
 
 
 def _is_short_text(value: Any, max_length: int) -> bool:
-    return isinstance(value, str) and 1 <= len(value) <= max_length
+    return isinstance(value, str) and 1 <= len(value) <= max_length and not _text_problem(value)
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (no lone surrogates)"
+    return None
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why the database would refuse this JSON value (PostgreSQL jsonb takes no NaN, NUL
+    or lone surrogates; Python's json module lets all three through), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must not contain NaN or Infinity"
+    if isinstance(value, str):
+        return _text_problem(value)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if problem := _text_problem(str(key)) or _json_problem(child):
+                return problem
+    elif isinstance(value, list):
+        for child in value:
+            if problem := _json_problem(child):
+                return problem
+    return None
+
+
+def _check_reason(reason: Any) -> None:
+    if not isinstance(reason, str):
+        raise Unprocessable("reason must be a string.", details={"reason": ["must be a string"]})
+    if problem := _text_problem(reason):
+        raise Unprocessable("reason is invalid.", details={"reason": [problem]})
 
 
 def _lease_errors(lease_seconds: Any) -> dict[str, list[str]]:
@@ -796,6 +837,8 @@ def _validated_items(items: Any) -> list[dict[str, Any]]:
                 ]
         if not isinstance(item.get("payload"), dict):
             errors[f"items[{index}].payload"] = ["must be an object"]
+        elif problem := _json_problem(item["payload"]):
+            errors[f"items[{index}].payload"] = [problem]
         rows.append(
             {
                 "role": item.get("role"),

@@ -526,6 +526,28 @@ def test_append_refusals_change_nothing(api_a, api_b, tenant_a, s_a):
     assert snapshot(tenant_a) == before
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"items": [{"role": "user", "item_type": "m", "payload": {"x": NaN}}]}',
+        '{"items": [{"role": "user", "item_type": "m", "payload": {"x": "a\\u0000b"}}]}',
+        '{"items": [{"role": "user", "item_type": "m", "payload": {"x": "\\ud800"}}]}',
+    ],
+)
+def test_append_payloads_the_database_cannot_store_are_422(api_a, tenant_a, s_a, raw):
+    before = snapshot(tenant_a)
+    body = assert_error(post(api_a, f"{API}/s-a/items", raw), 422, "validation_error")
+    assert list(body["error"]["details"]) == ["items[0].payload"]
+    assert snapshot(tenant_a) == before
+
+
+def test_create_metadata_the_database_cannot_store_is_422(api_a, tenant_a):
+    raw = '{"user_id": "alice", "metadata": {"x": Infinity}}'
+    body = assert_error(post(api_a, API, raw), 422, "validation_error")
+    assert body["error"]["details"] == {"metadata": ["must not contain NaN or Infinity"]}
+    assert snapshot(tenant_a)["sessions"] == []
+
+
 def test_append_after_the_lease_passed_expires(api_a, tenant_a):
     stale_session(tenant_a)
     assert_error(post(api_a, f"{API}/s-a/items", {"items": [item()]}), 409, "session_terminal")

@@ -74,6 +74,8 @@ def test_same_session_id_in_two_tenants_is_two_sessions(tenant_a, tenant_b):
         ({"user_id": ""}, "user_id"),
         ({"user_id": 7}, "user_id"),
         ({"metadata": ["a"]}, "metadata"),
+        ({"metadata": {"a": float("inf")}}, "metadata"),
+        ({"user_id": "al\x00ice"}, "user_id"),
         ({"lease_seconds": 0}, "lease_seconds"),
         ({"lease_seconds": 86401}, "lease_seconds"),
         ({"lease_seconds": True}, "lease_seconds"),
@@ -459,6 +461,22 @@ def test_append_key_replays_after_the_session_closed(tenant_a, store, session):
                 "items[0].payload": ["must be an object"],
             },
         ),
+        (
+            [{"role": "user", "item_type": "m", "payload": {"x": [1.5, float("nan")]}}],
+            {"items[0].payload": ["must not contain NaN or Infinity"]},
+        ),
+        (
+            [{"role": "user", "item_type": "m", "payload": {"x": {"y": "a\x00b"}}}],
+            {"items[0].payload": ["must not contain NUL characters"]},
+        ),
+        (
+            [{"role": "user", "item_type": "m", "payload": {"\ud800": 1}}],
+            {"items[0].payload": ["must be valid Unicode (no lone surrogates)"]},
+        ),
+        (
+            [{"role": "us\x00er", "item_type": "m", "payload": {}}],
+            {"items[0].role": ["must be a non-empty string of at most 32 characters"]},
+        ),
     ],
 )
 def test_append_validates_items(tenant_a, store, session, items, details):
@@ -615,3 +633,16 @@ def test_expire_overdue_expires_live_sessions_past_lease(tenant_a, tenant_b, sto
     assert short.before["attached_run_ids"] == ["run-1"]
     with in_tenant(tenant_b):
         assert Session.objects.get().status == "active"
+
+
+@pytest.mark.parametrize("reason", [None, 5, "nul\x00"])
+def test_lifecycle_reasons_are_validated(tenant_a, store, session, reason):
+    before = snapshot(tenant_a)
+    with in_tenant(tenant_a):
+        for call in (store.close, store.expire):
+            with pytest.raises(Unprocessable) as refused:
+                call(session_id="s-a", reason=reason)
+            assert list(refused.value.details) == ["reason"]
+        with pytest.raises(Unprocessable):
+            store.set_legal_hold(session_id="s-a", on=True, reason=reason)
+    assert snapshot(tenant_a) == before
