@@ -6,6 +6,7 @@ from django.test import Client
 
 from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.errors import NotFound
 from tenancy_app.scoping import in_tenant
 
 
@@ -50,3 +51,73 @@ def csrf_client():
         return client
 
     return make
+
+
+def make_pending(
+    tenant,
+    *,
+    run_id: str = "run-1",
+    session_id: str | None = "sess-1",
+    risk: str = "medium",
+    tool_name: str = "send_refund",
+    arguments: dict | None = None,
+    reason: str = "Customer asked for a refund",
+    expires_at=None,
+    items: int = 2,
+    events: int = 2,
+    effects: int = 1,
+    approval_id: str | None = None,
+):
+    """A run (in a session) that did some work and now waits for an approval."""
+    from approvals_app.store import ApprovalStore
+    from effects_app.store import EffectStore
+    from runs_app.store import RunStateStore
+    from sessions_app.store import SessionStore
+
+    actor = Actor.system("runtime")
+    with in_tenant(tenant):
+        sessions = SessionStore(tenant, actor)
+        if session_id is not None:
+            try:
+                sessions.get(session_id)
+            except NotFound:
+                sessions.create(session_id=session_id, user_id="user-42")
+        runs = RunStateStore(tenant, actor)
+        run = runs.create(run_id=run_id, session_id=session_id)
+        run = runs.compare_and_set(
+            run_id=run_id, expected_version=run.version, changes={"status": "running"}
+        )
+        if session_id is not None and items:
+            sessions.append_items(
+                session_id=session_id,
+                run_id=run_id,
+                items=[
+                    {"role": "user", "item_type": "message", "payload": {"text": f"msg {i}"}}
+                    for i in range(items)
+                ],
+            )
+        if events:
+            runs.append_events(
+                run_id=run_id,
+                events=[
+                    {"type": "tool_called", "node_id": f"n{i}", "payload": {"i": i}}
+                    for i in range(events)
+                ],
+            )
+        for i in range(effects):
+            EffectStore(tenant, actor).record(
+                run_id=run_id,
+                idempotency_key=f"{run_id}-eff-{i}",
+                tool_name="lookup_order",
+                request={"order": i},
+            )
+        return ApprovalStore(tenant, actor).request(
+            run_id=run_id,
+            expected_version=run.version,
+            tool_name=tool_name,
+            arguments=arguments if arguments is not None else {"amount": 1200, "to": "acct-9"},
+            risk=risk,
+            reason=reason,
+            expires_at=expires_at,
+            approval_id=approval_id,
+        )

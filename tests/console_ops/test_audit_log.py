@@ -106,7 +106,7 @@ def test_audit_log_query_count_does_not_grow_with_rows(
 ):
     record_audit(tenant_a, rows)
     client = login(support_a)
-    with django_assert_num_queries(queries(7)):
+    with django_assert_num_queries(queries(8)):
         response = client.get(LOG)
     assert len(response.context["events"]) == rows
 

@@ -55,7 +55,7 @@ def test_settings_actions_need_csrf(path, data, tenant_a, admin_a, operator_a, c
 
 
 @pytest.mark.parametrize(
-    ("path", "count"), [("", 6), ("members/", 7), ("retention/", 7), ("tokens/", 7)]
+    ("path", "count"), [("", 7), ("members/", 8), ("retention/", 8), ("tokens/", 8)]
 )
 def test_settings_pages_query_count(
     path, count, admin_a, make_user, make_token, tenant_a, django_assert_num_queries

@@ -1,0 +1,43 @@
+import json
+
+from django import forms
+
+from .models import ApprovalRequest
+
+
+class DecisionForm(forms.Form):
+    """One decision as the console posts it, bound to the call the page showed.
+
+    Whether a reason is required is the store's rule (it answers 422 with
+    `details.reason`); the view maps that onto this form.
+    """
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    reason = forms.CharField(required=False, max_length=4000)
+    approved_arguments = forms.CharField(required=False, max_length=200_000)
+    digest = forms.CharField(max_length=64)
+    run_version = forms.IntegerField(min_value=1)
+    source = forms.ChoiceField(required=False, choices=[("detail", "detail"), ("inbox", "inbox")])
+
+    def __init__(self, *args, approval: ApprovalRequest, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.approval = approval
+
+    def clean_approved_arguments(self) -> dict | None:
+        """The edited arguments, or None when the operator left them as asked."""
+        raw = self.cleaned_data["approved_arguments"].strip()
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("The arguments must be a JSON object.")
+        return None if value == self.approval.arguments else value
+
+    def clean(self):
+        data = super().clean()
+        if data.get("decision") == "reject" and data.get("approved_arguments") is not None:
+            self.add_error("approved_arguments", "Edited arguments go with an approval only.")
+        return data
