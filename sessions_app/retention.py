@@ -68,41 +68,43 @@ def _held_tasks(tenant: Tenant) -> QuerySet:
     return Run.objects.filter(tenant=tenant, session__legal_hold=True).values("task_id")
 
 
-def _has_content(tenant: Tenant, data_class: str) -> Q:
-    """Exists-condition on Session: it still has content of this class.
+def _of_session_runs(tenant: Tenant, rows: QuerySet, run_path: str) -> Q:
+    """Exists-condition on Session: some of `rows` belong to one of its runs.
 
     A session's runs are those created in it or attached to it (the same rule
-    as `deletion.session_runs`), hence two branches per run-level class.
+    as `deletion.session_runs`); `run_path` leads from a row to its run.
     """
-    if data_class == SESSION_ITEMS:
-        return Q(Exists(SessionItem.objects.filter(tenant=tenant, session=OuterRef("pk"))))
-    if data_class == RUN_EVENT_PAYLOADS:
-        rows = RunEvent.objects.filter(tenant=tenant, payload_deleted_at__isnull=True)
-        via_session = rows.filter(run__session=OuterRef("pk"))
-        via_attachment = rows.filter(run__run_id=OuterRef("run_id"))
-    elif data_class == EFFECT_PAYLOADS:
-        rows = ExternalEffect.objects.filter(tenant=tenant, redacted_at__isnull=True)
-        via_session = rows.filter(run__session=OuterRef("pk"))
-        via_attachment = rows.filter(run__run_id=OuterRef("run_id"))
-    elif data_class == CHECKPOINT_BODIES:
-        rows = TaskCheckpoint.objects.filter(tenant=tenant, body_deleted_at__isnull=True).exclude(
-            task_id__in=_held_tasks(tenant)
-        )
-        via_session = rows.filter(task__runs__session=OuterRef("pk"))
-        via_attachment = rows.filter(task__runs__run_id=OuterRef("run_id"))
-    else:
-        raise ValueError(f"unknown data class {data_class!r}")
+    via_session = rows.filter(**{f"{run_path}session": OuterRef("pk")})
+    via_attachment = rows.filter(**{f"{run_path}run_id": OuterRef("run_id")})
     attachments = SessionAttachment.objects.filter(tenant=tenant, session=OuterRef("pk")).filter(
         Exists(via_attachment)
     )
     return Q(Exists(via_session)) | Q(Exists(attachments))
 
 
+def _has_content(tenant: Tenant, data_class: str) -> Q:
+    """Exists-condition on Session: it still has content of this class."""
+    if data_class == SESSION_ITEMS:
+        return Q(Exists(SessionItem.objects.filter(tenant=tenant, session=OuterRef("pk"))))
+    if data_class == RUN_EVENT_PAYLOADS:
+        rows = RunEvent.objects.filter(tenant=tenant, payload_deleted_at__isnull=True)
+        return _of_session_runs(tenant, rows, "run__")
+    if data_class == EFFECT_PAYLOADS:
+        rows = ExternalEffect.objects.filter(tenant=tenant, redacted_at__isnull=True)
+        return _of_session_runs(tenant, rows, "run__")
+    if data_class == CHECKPOINT_BODIES:
+        rows = TaskCheckpoint.objects.filter(tenant=tenant, body_deleted_at__isnull=True).exclude(
+            task_id__in=_held_tasks(tenant)
+        )
+        return _of_session_runs(tenant, rows, "task__runs__")
+    raise ValueError(f"unknown data class {data_class!r}")
+
+
 def _flagged(tenant: Tenant) -> Q:
     """Sessions that get the extra days: a failed run or an approval request."""
-    failed = Run.objects.filter(tenant=tenant, session=OuterRef("pk"), status=RunStatus.FAILED)
-    approvals = ApprovalRequest.objects.filter(tenant=tenant, run__session=OuterRef("pk"))
-    return Q(Exists(failed)) | Q(Exists(approvals))
+    failed = Run.objects.filter(tenant=tenant, status=RunStatus.FAILED)
+    approvals = ApprovalRequest.objects.filter(tenant=tenant)
+    return _of_session_runs(tenant, failed, "") | _of_session_runs(tenant, approvals, "run__")
 
 
 def due_sessions(

@@ -122,6 +122,13 @@ def test_extra_days_for_sessions_with_failed_runs_or_approvals(
     make_session(tenant_a, "plain", ended_at=days_ago(35))
     make_session(tenant_a, "failed", ended_at=days_ago(35), run_status=RunStatus.FAILED)
     make_session(tenant_a, "failed-older", ended_at=days_ago(45), run_status=RunStatus.FAILED)
+    make_session(
+        tenant_a,
+        "failed-attached",
+        ended_at=days_ago(35),
+        run_status=RunStatus.FAILED,
+        attach_only=True,
+    )
     approved = make_session(tenant_a, "approved", ended_at=days_ago(35))
     with in_tenant(tenant_a):
         ApprovalRequest.objects.create(
