@@ -97,3 +97,36 @@ def clock() -> Clock:
 @pytest.fixture
 def run_a(tenant_a) -> Run:
     return make_run(tenant_a, run_id="run-a")
+
+
+def in_threads(count: int, work) -> list:
+    """Run `work(i, barrier)` in `count` threads started together; return results in order.
+
+    Each thread has its own database connection, closed when it is done; an
+    exception in a thread fails the test.
+    """
+    import threading
+
+    from django.db import connection
+
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+    errors: list[BaseException] = []
+
+    def target(i: int) -> None:
+        try:
+            results[i] = work(i, barrier)
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+            barrier.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    return results

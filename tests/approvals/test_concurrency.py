@@ -1,0 +1,124 @@
+"""Real concurrency on PostgreSQL: decisions, sweeps and the long-poll across threads."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from audit_app.actor import Actor
+from audit_app.models import AuditEvent
+from stateroom.errors import Conflict
+from tenancy_app.scoping import in_tenant
+
+from ..runs.conftest import in_threads, reload
+from .conftest import approval_store, make_approval, reload_approval
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def actions(tenant, prefix: str) -> list[str]:
+    with in_tenant(tenant):
+        return list(
+            AuditEvent.objects.filter(tenant=tenant, action__startswith=prefix)
+            .order_by("seq")
+            .values_list("action", flat=True)
+        )
+
+
+def test_two_concurrent_decisions_record_exactly_one(tenant_a, operator_a, admin_a):
+    people = [operator_a, admin_a]
+    decisions = ["approve", "reject"]
+    for round_ in range(5):
+        make_approval(tenant_a, run_id=f"run-{round_}", approval_id=f"apr-{round_}")
+
+        def decide(i, barrier, approval_id=f"apr-{round_}"):
+            store = approval_store(tenant_a, Actor.for_user(people[i]))
+            barrier.wait()
+            try:
+                with in_tenant(tenant_a):
+                    store.decide(approval_id=approval_id, decision=decisions[i], reason="mine")
+                return "decided"
+            except Conflict as exc:
+                return exc
+
+        outcomes = in_threads(2, decide)
+        winner = outcomes.index("decided")
+        loser = outcomes[1 - winner]
+        assert loser.code == "already_decided"
+        assert loser.details["decided_by"] == people[winner].username
+        approval = reload_approval(tenant_a, f"apr-{round_}")
+        assert approval["status"] == ("approved", "rejected")[winner]
+        run = reload(tenant_a, f"run-{round_}")
+        assert (run["status"], run["version"], run["pending_approval_id"]) == ("running", 4, "")
+    decided = actions(tenant_a, "approval.approved") + actions(tenant_a, "approval.rejected")
+    assert len(decided) == 5  # one audit event per approval
+
+
+def test_two_expiry_sweeps_at_once_expire_each_approval_once(tenant_a, clock):
+    soon = clock.current + timedelta(minutes=1)
+    for n in range(12):
+        make_approval(
+            tenant_a, run_id=f"run-{n}", approval_id=f"apr-{n}", expires_at=soon, clock=clock
+        )
+    clock.advance(120)
+
+    def sweeper(i, barrier):
+        store = approval_store(tenant_a, Actor.system("sweep"), clock=clock)
+        barrier.wait()
+        total = 0
+        for _ in range(20):
+            with in_tenant(tenant_a):
+                total += store.expire_overdue(limit=4)
+        return total
+
+    assert sum(in_threads(2, sweeper)) == 12
+    assert actions(tenant_a, "approval.expired") == ["approval.expired"] * 12
+    assert {reload(tenant_a, f"run-{n}")["status"] for n in range(12)} == {"suspended"}
+
+
+def idle_in_transaction() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%%'"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_long_poll_returns_promptly_after_a_decision_from_another_thread(
+    api_a, tenant_a, operator_a
+):
+    make_approval(tenant_a, approval_id="apr-1")
+    seen: dict = {}
+
+    def operator(i, barrier):
+        if i == 0:  # the runtime's long-poll
+            barrier.wait()
+            started = time.monotonic()
+            response = api_a.get("/api/v1/approvals/apr-1?wait=20")
+            return response.status_code, response.json()["status"], time.monotonic() - started
+        barrier.wait()
+        time.sleep(1.5)
+        # While the long-poll waits it holds no transaction open.
+        seen["idle_in_transaction"] = idle_in_transaction()
+        with in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                approval_id="apr-1", decision="approve"
+            )
+        seen["decided_at"] = time.monotonic()
+        return None
+
+    (status, approval_status, elapsed), _ = in_threads(2, operator)
+    assert (status, approval_status) == (200, "approved")
+    assert seen["idle_in_transaction"] == 0
+    assert 1.5 <= elapsed < 5  # answered within a poll interval of the decision, not at 20 s
+
+
+def test_long_poll_times_out_when_nobody_decides(api_a, tenant_a):
+    make_approval(tenant_a, approval_id="apr-1")
+    started = time.monotonic()
+    response = api_a.get("/api/v1/approvals/apr-1?wait=2")
+    elapsed = time.monotonic() - started
+    assert (response.status_code, response.json()["status"]) == (200, "pending")
+    assert 2 <= elapsed < 5

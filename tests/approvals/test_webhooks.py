@@ -1,0 +1,187 @@
+"""Decision webhooks, delivered to a real HTTP server on 127.0.0.1 (no mocked transport)."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from approvals_app.webhooks import delivery_id, notify_decision, sign, verify_signature
+from audit_app.actor import Actor
+from tenancy_app.models import RuntimeToken
+from tenancy_app.scoping import in_tenant
+from tenancy_app.store import TenancyStore
+
+from .conftest import approval_store, make_approval
+
+
+class Receiver:
+    """A local webhook endpoint answering with scripted statuses (the last one repeats)."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses = list(statuses)
+        self.requests: list[tuple[dict, bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append((dict(self.headers), body))
+                status = (
+                    receiver.statuses.pop(0) if len(receiver.statuses) > 1 else receiver.statuses[0]
+                )
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/stateroom"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def webhook_token(tenant, url: str) -> tuple[RuntimeToken, Actor]:
+    with in_tenant(tenant):
+        token, _ = TenancyStore(tenant, Actor.system("test")).create_token(
+            name="hooked", webhook_url=url
+        )
+    return token, Actor("token", str(token.pk), "token:hooked")
+
+
+@pytest.fixture
+def eager_retries(monkeypatch):
+    """Eager tasks retry in-process only when errors do not propagate (a worker would wait)."""
+    monkeypatch.setattr(notify_decision.app.conf, "task_eager_propagates", False)
+
+
+def test_decision_is_posted_signed_and_retried_after_a_500(
+    tenant_a, operator_a, django_capture_on_commit_callbacks, eager_retries
+):
+    with Receiver([500, 200]) as receiver:
+        token, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, approval_id="apr-1", actor=asker)
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            with in_tenant(tenant_a):
+                approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                    approval_id="apr-1", decision="reject", reason="wrong customer"
+                )
+    assert len(callbacks) == 1
+    assert len(receiver.requests) == 2  # the 500, then the retry that got 200
+    assert notify_decision.retry_backoff == 2 and notify_decision.max_retries == 8
+    assert notify_decision.retry_jitter is True
+    deliveries = {headers["X-Stateroom-Delivery"] for headers, _ in receiver.requests}
+    assert deliveries == {delivery_id(tenant_a.pk, "apr-1", "rejected")}
+    headers, body = receiver.requests[-1]
+    assert headers["X-Stateroom-Event"] == "approval.decided"
+    assert headers["Content-Type"] == "application/json"
+    assert verify_signature(token.webhook_secret, headers["X-Stateroom-Signature"], body)
+    assert not verify_signature("another-secret", headers["X-Stateroom-Signature"], body)
+    payload = json.loads(body)
+    assert payload["event"] == "approval.decided"
+    approval = payload["approval"]
+    assert (approval["approval_id"], approval["run_id"], approval["status"]) == (
+        "apr-1",
+        "run-1",
+        "rejected",
+    )
+    assert (approval["decided_by"], approval["decision_reason"]) == ("otto", "wrong customer")
+
+
+def test_retries_stop_after_eight(tenant_a, operator_a, eager_retries):
+    with Receiver([503]) as receiver:
+        _, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, approval_id="apr-1", actor=asker)
+        with in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                approval_id="apr-1", decision="approve"
+            )
+        result = notify_decision.delay(tenant_a.pk, "apr-1")
+    assert result.failed()
+    assert len(receiver.requests) == 1 + 8
+
+
+def test_expiry_is_posted_too(tenant_a, django_capture_on_commit_callbacks):
+    with Receiver([204]) as receiver:
+        token, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, approval_id="apr-1", actor=asker)
+        with django_capture_on_commit_callbacks(execute=True), in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.system("sweep")).expire(approval_id="apr-1")
+    [(headers, body)] = receiver.requests
+    assert json.loads(body)["approval"]["status"] == "expired"
+    assert verify_signature(token.webhook_secret, headers["X-Stateroom-Signature"], body)
+
+
+def test_a_refusing_receiver_is_not_retried(
+    tenant_a, operator_a, django_capture_on_commit_callbacks
+):
+    with Receiver([410]) as receiver:
+        _, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, approval_id="apr-1", actor=asker)
+        with django_capture_on_commit_callbacks(execute=True), in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                approval_id="apr-1", decision="approve"
+            )
+    assert len(receiver.requests) == 1
+
+
+def test_nothing_is_sent_without_a_webhook_or_when_the_decision_fails(
+    tenant_a, operator_a, make_token, django_capture_on_commit_callbacks
+):
+    make_token(tenant_a, name="plain")
+    plain = RuntimeToken.objects.get(tenant=tenant_a, name="plain")
+    make_approval(tenant_a, approval_id="apr-1", actor=Actor("token", str(plain.pk), "token:plain"))
+    with Receiver([200]) as receiver:
+        _, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, run_id="run-2", approval_id="apr-2", actor=asker)
+        store = approval_store(tenant_a, Actor.for_user(operator_a))
+        with django_capture_on_commit_callbacks(execute=True) as callbacks, in_tenant(tenant_a):
+            store.decide(approval_id="apr-1", decision="approve")
+            with pytest.raises(Exception, match="reason"):
+                store.decide(approval_id="apr-2", decision="reject")
+    assert callbacks == []
+    assert receiver.requests == []
+
+
+def test_task_is_idempotent_about_what_it_sends(tenant_a, operator_a):
+    with Receiver([200]) as receiver:
+        _, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, approval_id="apr-1", actor=asker)
+        assert notify_decision.delay(tenant_a.pk, "apr-1").get() == "pending"
+        with in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                approval_id="apr-1", decision="approve"
+            )
+        assert notify_decision.delay(tenant_a.pk, "apr-1").get() == "delivered"
+        assert notify_decision.delay(tenant_a.pk, "apr-1").get() == "delivered"
+        assert notify_decision.delay(tenant_a.pk, "nope").get() == "no-approval"
+    first, second = (json.loads(body) for _, body in receiver.requests)
+    assert first == second
+    assert len({h["X-Stateroom-Delivery"] for h, _ in receiver.requests}) == 1
+
+
+def test_verify_signature_recipe():
+    body = b'{"event":"approval.decided"}'
+    now = int(time.time())
+    header = sign("s3cret", body, now)
+    assert header.startswith(f"t={now},v1=")
+    assert verify_signature("s3cret", header, body)
+    assert verify_signature("s3cret", header, body.decode())
+    assert verify_signature("s3cret", f"{header},v1=deadbeef", body)
+    assert not verify_signature("s3cret", header, body + b" ")
+    assert not verify_signature("wrong", header, body)
+    assert not verify_signature("s3cret", sign("s3cret", body, now - 301), body)
+    assert verify_signature("s3cret", sign("s3cret", body, now - 301), body, tolerance=600)
+    assert not verify_signature("s3cret", "", body)
+    assert not verify_signature("s3cret", "t=abc,v1=00", body)
+    assert not verify_signature("s3cret", f"t={now}", body)
