@@ -2,9 +2,9 @@
 
 `ContentDeletionStore.request` records a deletion job (and its audit event)
 and enqueues it on commit; `run` is the job. The job works in batches of
-bounded size, each batch one short transaction that removes rows of one data
-class AND adds them to the receipt's counts, so a job killed at any point is
-resumed by running it again and its counts still add up. Between batches it
+bounded size, each batch one short transaction that removes content AND adds
+it to the receipt's counts, so a job killed at any point is resumed by
+running it again and its counts still add up. Between batches it
 re-reads the legal holds (session and tenant) and stops with status
 `refused` when one is on.
 
@@ -16,9 +16,10 @@ What goes, per data class:
 - `effect_payloads`: request/result/error of the runs' effect records
   (NULL + redacted_at); key, digest, status and tool stay, so idempotency holds.
 
-What stays: the Session row as a tombstone (ids, status, times, counts in the
-receipts), audit events, effect records (redacted), runs and their
-transitions, approvals.
+What stays: the Session row as a tombstone (ids, user id, status, times,
+metadata; the counts are in the receipts), audit events, effect records
+(redacted), runs with their transitions and node executions, and approval
+requests (the decided call is part of the audit record).
 
 Late writes: a closed/expired session takes no new items (terminal). Runs and
 tasks are not stopped by a deletion: a run still executing can append events,
@@ -29,7 +30,6 @@ remaining content, so it removes them on its next run.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -47,8 +47,6 @@ from tenancy_app.models import Tenant
 from tenancy_app.scoping import tenant_transaction
 
 from .models import ContentDeletion, DeletionStatus, Session, SessionAttachment, SessionItem
-
-logger = logging.getLogger(__name__)
 
 SESSION_ITEMS = "session_items"
 RUN_EVENT_PAYLOADS = "run_event_payloads"
@@ -270,7 +268,7 @@ class ContentDeletionStore(BaseStore):
         return progress(self.get(deletion_id))
 
     def legal_hold(self, session: Session) -> str | None:
-        """ "tenant" or "session" when a hold blocks deleting this session's content, else None.
+        """Which legal hold blocks deleting this session's content: "tenant", "session" or None.
 
         Read from the database, not from objects that may be stale.
         """
