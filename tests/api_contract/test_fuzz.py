@@ -7,6 +7,8 @@ documented response schema.
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -27,6 +29,20 @@ CHECKS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def keep_test_connection():
+    """Like Django's test client: a request must not close the test's connection.
+
+    The raw WSGI app fires request_finished -> close_old_connections, which
+    closes a PostgreSQL connection that is inside the test's transaction.
+    """
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
 @pytest.fixture
 def auth_headers(objects_a, make_token, tenant_a) -> dict[str, str]:
     return {"Authorization": f"Bearer {make_token(tenant_a, role='operator')}"}
@@ -34,7 +50,7 @@ def auth_headers(objects_a, make_token, tenant_a) -> dict[str, str]:
 
 @schema.parametrize()
 @settings(
-    max_examples=10,
+    max_examples=8,
     derandomize=True,
     deadline=None,
     suppress_health_check=list(HealthCheck),
