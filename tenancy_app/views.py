@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit_app.actor import Actor
+from sessions_app import retention
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
 
@@ -201,9 +202,22 @@ def remove_member(request, user_id: int):
 
 
 # --- settings: retention -----------------------------------------------------
+RETENTION_CLASS_LABELS = {
+    "session_items": "Conversation items",
+    "run_event_payloads": "Run event payloads",
+    "checkpoint_bodies": "Checkpoint bodies",
+    "effect_payloads": "Effect payloads",
+}
+
+
 def _retention_page(request, *, form=None, status=200):
     store = _store(request)
     policy = store.retention()
+    dry_run = retention.preview(request.tenant)
+    due_classes = [
+        {"label": RETENTION_CLASS_LABELS.get(name, name), **facts}
+        for name, facts in dry_run["retention"]["classes"].items()
+    ]
     return render(
         request,
         "tenancy/retention.html",
@@ -211,6 +225,8 @@ def _retention_page(request, *, form=None, status=200):
             "nav": "settings",
             "tab": "retention",
             "policy": policy,
+            "preview": dry_run,
+            "due_classes": due_classes,
             "form": form
             or RetentionForm(initial={f: getattr(policy, f) for f in RetentionForm.base_fields}),
         },
