@@ -1,6 +1,10 @@
 """Console pages of effects_app, mounted under /t/<tenant_slug>/effects/."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "effects"
-urlpatterns: list = []
+urlpatterns = [
+    path("<str:effect_id>/settle", views.settle, name="settle"),
+]

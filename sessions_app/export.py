@@ -164,7 +164,9 @@ def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
             in_items = True
             text = item_text(row["payload"])
             lang = "text" if text else "json"
-            body = text or json.dumps(row["payload"], indent=2, ensure_ascii=False, default=str)
+            body = text or json.dumps(
+                row["payload"], indent=2, sort_keys=True, ensure_ascii=False, default=str
+            )
             # Agent text goes inside a fence it cannot close: a transcript
             # viewer shows it as text, never as markup.
             fence = _fence(body)

@@ -1,6 +1,13 @@
 """Console pages of tasks_app, mounted under /t/<tenant_slug>/tasks/."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "tasks"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.task_list, name="list"),
+    path("<str:task_id>/", views.task_detail, name="detail"),
+    path("<str:task_id>/checkpoints/<str:checkpoint_id>/", views.checkpoint, name="checkpoint"),
+    path("<str:task_id>/diff", views.checkpoint_diff, name="diff"),
+]

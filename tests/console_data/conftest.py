@@ -25,6 +25,13 @@ def pg(n: int) -> int:
     return n if connection.vendor == "postgresql" else 0
 
 
+def request_queries() -> int:
+    """What any console request costs before its view: Django session, user, membership,
+    and the tenant transaction: a SAVEPOINT pair inside the test's transaction, and on
+    PostgreSQL reading, setting and restoring `app.tenant_id` (nested, so it restores)."""
+    return 5 + pg(3)
+
+
 def csrf_client(user) -> Client:
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)

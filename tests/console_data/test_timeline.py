@@ -1,0 +1,177 @@
+"""The session timeline's keyset pages: every item and every side event exactly once, bounded cost."""
+
+import re
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from runs_app.store import RunStateStore
+from sessions_app.store import SessionStore
+from tenancy_app.scoping import in_tenant
+from tests.conftest import login
+from tests.console_data.conftest import RUNTIME, add_items, request_queries
+
+HX = {"HX-Request": "true"}
+
+
+def entries(body: str) -> list[tuple[str, str]]:
+    """(kind, seq or "") of each timeline entry, in page order."""
+    return [
+        (kind, seq or "")
+        for kind, seq in re.findall(
+            r'<li class="k-[a-z]+" data-kind="([a-z]+)"(?: data-seq="(\d+)")?', body
+        )
+    ]
+
+
+def older_cursor(body: str) -> str | None:
+    found = re.search(r'hx-get="[^"]+/items\?before_seq=(\d+)"', body)
+    return found.group(1) if found else None
+
+
+def build_long_session(tenant, session_id: str, *, runs: int, items_per_run: int) -> None:
+    """Runs one after another, each attached, moved to running, writing a batch of items, detached.
+
+    Each batch has its own time, so the side events fall between batches and
+    the time windows of the pages decide where each one shows.
+    """
+    with in_tenant(tenant):
+        sessions = SessionStore(tenant, RUNTIME)
+        sessions.create(session_id=session_id, user_id="u-1")
+    for n in range(runs):
+        run_id = f"r{n}"
+        with in_tenant(tenant):
+            RunStateStore(tenant, RUNTIME).create(run_id=run_id, session_id=session_id)
+            sessions.attach(
+                session_id=session_id, run_id=run_id, user_id="u-1", expected_revision=2 * n
+            )
+            RunStateStore(tenant, RUNTIME).compare_and_set(
+                run_id=run_id, expected_version=1, changes={"status": "running"}
+            )
+        add_items(tenant, session_id, items_per_run, run_id=run_id, start=n * items_per_run + 1)
+        with in_tenant(tenant):
+            sessions.detach(
+                session_id=session_id, run_id=run_id, user_id="u-1", expected_revision=2 * n + 1
+            )
+
+
+def walk(client, session_id: str) -> list[list[tuple[str, str]]]:
+    """Every page from the newest back to the start, as "Load older" fetches them."""
+    body = client.get(f"/t/acme/sessions/{session_id}/").content.decode()
+    pages = [entries(body)]
+    cursor = older_cursor(body)
+    while cursor:
+        response = client.get(
+            f"/t/acme/sessions/{session_id}/items?before_seq={cursor}", headers=HX
+        )
+        body = response.content.decode()
+        assert "<html" not in body
+        pages.append(entries(body))
+        cursor = older_cursor(body)
+    assert 'data-testid="timeline-start"' in body
+    return pages
+
+
+def test_walking_the_timeline_shows_each_item_and_event_once(tenant_a, support_a):
+    build_long_session(tenant_a, "long", runs=4, items_per_run=250)
+    pages = walk(login(support_a), "long")
+
+    assert len(pages) == 20  # 1,000 items, 50 a page
+    seqs = [int(seq) for page in reversed(pages) for kind, seq in page if kind == "item"]
+    assert seqs == list(range(1, 1001))
+    assert [int(s) for k, s in pages[0] if k == "item"] == list(range(951, 1001))
+    kinds = [kind for page in pages for kind, _ in page]
+    assert kinds.count("attach") == 4
+    assert kinds.count("detach") == 4
+    assert kinds.count("run") == 8  # created and running, per run
+
+
+def test_side_events_sit_between_the_items_they_happened_between(tenant_a, support_a):
+    build_long_session(tenant_a, "long", runs=2, items_per_run=75)
+    pages = walk(login(support_a), "long")
+    stream = [entry for page in reversed(pages) for entry in page]
+    # Between item 75 (the last of r0) and item 76: r0 detached, r1 created,
+    # attached and set running.
+    at = stream.index(("item", "75"))
+    assert stream[at : at + 6] == [
+        ("item", "75"),
+        ("detach", ""),
+        ("run", ""),
+        ("attach", ""),
+        ("run", ""),
+        ("item", "76"),
+    ]
+    assert stream[-1] == ("detach", "")
+
+
+def test_each_page_costs_the_same_queries_however_deep(
+    tenant_a, support_a, django_assert_num_queries
+):
+    build_long_session(tenant_a, "long", runs=1, items_per_run=1000)
+    client = login(support_a)
+    # The session, the item page (session + items) and the four side streams.
+    for cursor in (951, 501, 51):
+        with django_assert_num_queries(request_queries() + 7):
+            response = client.get(f"/t/acme/sessions/long/items?before_seq={cursor}", headers=HX)
+        seqs = [int(s) for k, s in entries(response.content.decode()) if k == "item"]
+        assert seqs == list(range(cursor - 50, cursor))
+
+
+def test_items_without_htmx_redirect_to_the_page_of_the_timeline(tenant_a, support_a):
+    build_long_session(tenant_a, "long", runs=1, items_per_run=120)
+    client = login(support_a)
+    response = client.get("/t/acme/sessions/long/items?before_seq=71")
+    assert response.status_code == 302
+    assert response["Location"] == "/t/acme/sessions/long/?before_seq=71"
+    body = client.get(response["Location"]).content.decode()
+    seqs = [int(s) for k, s in entries(body) if k == "item"]
+    assert seqs == list(range(21, 71))
+    assert older_cursor(body) == "21"
+    assert 'data-testid="newest"' in body
+
+
+def test_items_of_another_tenants_session_is_404(tenant_a, admin_b):
+    build_long_session(tenant_a, "long", runs=1, items_per_run=10)
+    response = login(admin_b).get("/t/globex/sessions/long/items?before_seq=5", headers=HX)
+    assert response.status_code == 404
+
+
+@pytest.mark.postgres
+def test_deep_page_of_a_large_session_is_an_index_range_scan(tenant_a, support_a):
+    """The page reads ~52 rows through the (tenant, session, seq) index, however many there are.
+
+    25,000 items keep the test quick; the plan, not the row count, is what
+    makes a page of a 100,000-item session cost the same (the planner has
+    fresh statistics, so it would pick a sequential scan if that were cheaper).
+    """
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, RUNTIME).create(session_id="huge", user_id="u-1")
+    add_items(tenant_a, "huge", 25_000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_sessionitem")
+    client = login(support_a)
+    with CaptureQueriesContext(connection) as queries:
+        started = time.monotonic()
+        response = client.get("/t/acme/sessions/huge/items?before_seq=12501", headers=HX)
+        elapsed = time.monotonic() - started
+    seqs = [int(s) for k, s in entries(response.content.decode()) if k == "item"]
+    assert seqs == list(range(12451, 12501))
+    item_sql = next(
+        q["sql"] for q in queries.captured_queries if "sessions_app_sessionitem" in q["sql"]
+    )
+    with in_tenant(tenant_a), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + item_sql)
+        plan = cursor.fetchone()[0][0]["Plan"]
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    scans = [n for n in nodes(plan) if n.get("Relation Name") == "sessions_app_sessionitem"]
+    assert [n["Node Type"] for n in scans] == ["Index Scan"]
+    assert scans[0]["Index Name"] == "item_session_seq_uniq"
+    assert scans[0]["Actual Rows"] <= 52  # the page, one older probe and the boundary item
+    assert elapsed < 2.0
