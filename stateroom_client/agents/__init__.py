@@ -19,12 +19,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .gate import ApprovalGate, GateOutcome, ResumeError, default_risk
 from .model import Reply, ScriptedModel, ScriptView, ToolCall
 from .session import StateroomSession
-from .tools import EffectFailed, EffectOutcomeUnknown, idempotent_tool
+from .tools import EffectFailed, EffectOutcomeUnknown, EffectUnrecorded, idempotent_tool
 
 __all__ = [
     "ApprovalGate",
     "EffectFailed",
     "EffectOutcomeUnknown",
+    "EffectUnrecorded",
     "GateOutcome",
     "Reply",
     "ResumeError",

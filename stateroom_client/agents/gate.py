@@ -32,7 +32,8 @@ goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
 (`on_rejection="stop"`). An expired approval ends the run `failed` with
 `error.code == "approval_expired"`. An effect whose outcome is unknown (a
 crash between recording and committing it) suspends the run with
-`error.code == "effect_outcome_unknown"` until a person settles it.
+`error.code == "effect_outcome_unknown"` until a person settles it; a tool
+that ran but could not be committed suspends it with `effect_unrecorded`.
 
 Checkpoint state (schema_version 1)::
 
@@ -486,6 +487,8 @@ class ApprovalGate:
         error: dict[str, Any] = {"code": "effect_outcome_unknown", "message": str(halt)}
         if isinstance(halt, EffectOutcomeUnknown):
             error["effect_id"] = halt.effect.effect_id
+        else:
+            error["code"] = "effect_unrecorded"
         await self._event(outcome.run_id, "agent.suspended", error)
         run = await self._update(outcome.run_id, status="suspended", error=error)
         outcome.status, outcome.error = run.status, error

@@ -17,7 +17,9 @@ It is `agents.function_tool` plus this, whenever the tool runs under an
    not turned into a tool error for the model, which could call again under a
    new call id) until a person settles the effect in the console;
 3. otherwise run the function, then `commit_effect` with its output (or
-   `fail_effect` with the error, and re-raise).
+   `fail_effect` with the error, and re-raise). If the commit cannot be
+   made, or the key was recorded for a different call, the run stops
+   (`EffectUnrecorded`) rather than let the model call the tool again.
 
 Outside a gate the tool simply runs.
 """
@@ -38,6 +40,7 @@ from agents.tool import FunctionTool, default_tool_error_function
 from agents.tool_context import ToolContext
 
 from ..aio import AsyncStateroomClient
+from ..errors import IdempotencyKeyReused, StateroomError
 from ..models import Effect
 
 
@@ -54,6 +57,10 @@ class EffectOutcomeUnknown(LedgerHalt):
             "happened. Settle it in the console before resuming."
         )
         self.effect = effect
+
+
+class EffectUnrecorded(LedgerHalt):
+    """The tool ran but the ledger could not be told (or refused the call): stop, don't retry."""
 
 
 class EffectFailed(Exception):
@@ -113,13 +120,19 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
         arguments = json.loads(ctx.tool_arguments or "{}")
     except ValueError:
         arguments = {"raw": ctx.tool_arguments}
-    effect = await ledger.client.record_effect(
-        ledger.run_id,
-        idempotency_key=effect_key(ledger.run_id, ctx.tool_call_id),
-        tool_name=ctx.tool_name,
-        request={"arguments": arguments},
-        approval_id=ledger.approvals.get(ctx.tool_call_id),
-    )
+    key = effect_key(ledger.run_id, ctx.tool_call_id)
+    try:
+        effect = await ledger.client.record_effect(
+            ledger.run_id,
+            idempotency_key=key,
+            tool_name=ctx.tool_name,
+            request={"arguments": arguments},
+            approval_id=ledger.approvals.get(ctx.tool_call_id),
+        )
+    except IdempotencyKeyReused as exc:
+        raise EffectUnrecorded(
+            f"The ledger holds {key} for a different call: {exc.message}"
+        ) from exc
     if effect.status == "committed":
         ledger.replayed.append(ctx.tool_call_id)
         return _recorded_output(effect)
@@ -134,8 +147,16 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
             effect.effect_id, error={"message": str(exc), "type": type(exc).__name__}
         )
         raise
-    await ledger.client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
     ledger.executed.append(ctx.tool_call_id)
+    try:
+        await ledger.client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
+    except StateroomError as exc:
+        # It happened, but the ledger still says "started": telling the model
+        # the tool failed could make it try again. Stop; a resume will find
+        # the effect unsettled and a person settles it.
+        raise EffectUnrecorded(
+            f"{ctx.tool_name} ran but effect {effect.effect_id} could not be committed: {exc}"
+        ) from exc
     return output
 
 

@@ -1,0 +1,289 @@
+"""ApprovalGate end to end: an SDK agent with a `needs_approval` tool against the live server.
+
+The runtime runs in separate processes (`tests.agents.worker`), so a resume
+has nothing but what Stateroom stored: the checkpoint, the approvals and the
+effect ledger. The refund tool writes a line to a file each time it really
+runs, which is how these tests count executions across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from approvals_app.store import ApprovalStore
+from audit_app.actor import Actor
+from effects_app.store import EffectStore
+from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient
+from stateroom_client.agents import ApprovalGate, GateOutcome
+from tenancy_app.scoping import in_tenant
+
+from .payments import build_agent, refunds_made, risk
+
+CALL = "scripted-u1-s0-0"  # the scripted model's first tool call in a conversation
+REFUND = "Refund 1200 cents on order A-1"
+DONE = "Outcome: Refunded 1200 cents on order A-1."
+
+
+def test_approved_call_resumes_in_a_fresh_process_and_the_tool_runs_once(
+    worker, server, client, operator, refund_log
+):
+    code, started = worker("start", REFUND, "--run-id", "pay-1", "--session-id", "chat-1")
+    approval_id = f"pay-1:{CALL}"
+    assert (code, started["status"], started["approvals"]) == (0, "waiting_approval", [approval_id])
+
+    approval = client.get_approval(approval_id)
+    assert (approval.status, approval.tool_name, approval.risk, approval.run_id) == (
+        "pending",
+        "issue_refund",
+        "high",
+        "pay-1",
+    )
+    assert approval.arguments == {"order_id": "A-1", "amount_cents": 1200}
+    assert approval.reason == (
+        'payments wants to call issue_refund with {"order_id": "A-1", "amount_cents": 1200}'
+    )
+    run = client.get_run("pay-1")
+    assert (run.status, run.pending_approval_id, run.session_id, run.task_id) == (
+        "waiting_approval",
+        approval_id,
+        "chat-1",
+        "pay-1.task",
+    )
+    assert run.active_agent == "payments"
+    checkpoint = client.latest_checkpoint("pay-1.task")
+    assert run.last_checkpoint_id == checkpoint.checkpoint_id
+    assert checkpoint.node_id == "awaiting_decisions"
+    assert checkpoint.state["kind"] == "openai-agents.run_state"
+    assert checkpoint.state["session"] == {"session_id": "chat-1", "user_id": "customer-1"}
+    assert checkpoint.state["calls"] == [
+        {
+            "call_id": CALL,
+            "tool_name": "issue_refund",
+            "arguments": {"order_id": "A-1", "amount_cents": 1200},
+            "risk": "high",
+            "approval_id": approval_id,
+        }
+    ]
+    assert refunds_made(refund_log) == []  # nothing happens before the decision
+
+    operator.decide_approval(approval_id, decision="approve", reason="Customer is eligible")
+    code, resumed = worker("resume", "--run-id", "pay-1")
+    assert code == 0
+    assert (resumed["status"], resumed["final_output"], resumed["error"]) == (
+        "succeeded",
+        DONE,
+        None,
+    )
+    assert (resumed["executed"], resumed["replayed"]) == ([CALL], [])
+    assert refunds_made(refund_log) == ["A-1 1200"]
+
+    [effect] = client.list_run_effects("pay-1")
+    assert (effect.idempotency_key, effect.status, effect.tool_name) == (
+        f"pay-1:{CALL}",
+        "committed",
+        "issue_refund",
+    )
+    assert effect.result == {"output": "Refunded 1200 cents on order A-1."}
+    assert effect.request == {"arguments": {"order_id": "A-1", "amount_cents": 1200}}
+    run = client.get_run("pay-1")
+    assert (run.status, run.error, run.token_used, run.turn_index) == ("succeeded", None, 80, 2)
+    assert client.get_task("pay-1.task").status == "completed"
+    session = client.get_session("chat-1")
+    assert (session.status, session.attached_run_ids) == ("active", [])
+    items = list(client.iter_items("chat-1"))
+    assert [(i.role, i.item_type, i.run_id) for i in items] == [
+        ("user", "openai.message", "pay-1"),
+        ("assistant", "openai.function_call", "pay-1"),
+        ("tool", "openai.function_call_output", "pay-1"),
+        ("assistant", "openai.message", "pay-1"),
+    ]
+    assert items[2].payload["output"] == "Refunded 1200 cents on order A-1."
+    assert [e.type for e in client.iter_events("pay-1")] == [
+        "agent.started",
+        "agent.interrupted",
+        "approval.requested",
+        "approval.decided",
+        "agent.final_output",
+    ]
+
+    # A finished run resumed again does nothing.
+    again = _resume(server, "pay-1")
+    assert (again.status, again.executed, again.replayed) == ("succeeded", [], [])
+    assert refunds_made(refund_log) == ["A-1 1200"]
+
+
+def test_killed_after_commit_the_resumed_run_does_not_refund_again(
+    worker, server, client, operator, refund_log
+):
+    _start(server, "pay-2")
+    operator.decide_approval(f"pay-2:{CALL}", decision="approve", reason="ok")
+
+    code, crashed = worker("resume", "--run-id", "pay-2", "--crash-after-commit")
+    assert (code, crashed) == (-9, None)  # SIGKILL right after the effect was committed
+    assert refunds_made(refund_log) == ["A-1 1200"]
+    [effect] = client.list_run_effects("pay-2")
+    assert effect.status == "committed"
+    run = client.get_run("pay-2")
+    assert (run.status, run.error) == ("running", None)  # the run state never got updated
+
+    resumed = _resume(server, "pay-2")  # here, another process than the one killed
+    assert (resumed.status, resumed.final_output) == ("succeeded", DONE)
+    assert (resumed.executed, resumed.replayed) == ([], [CALL])
+    assert refunds_made(refund_log) == ["A-1 1200"]  # still once
+    assert [e.effect_id for e in client.list_run_effects("pay-2")] == [effect.effect_id]
+
+
+def _gate(server, **kwargs) -> tuple[AsyncStateroomClient, ApprovalGate]:
+    client = AsyncStateroomClient(server.url, server.token)
+    return client, ApprovalGate(client, build_agent(), risk_policy=risk, **kwargs)
+
+
+def _start(server, run_id: str, **kwargs) -> GateOutcome:
+    async def go() -> GateOutcome:
+        client, gate = _gate(server, **kwargs)
+        async with client:
+            return await gate.run(REFUND, run_id=run_id, wait=False)
+
+    return asyncio.run(go())
+
+
+def _resume(server, run_id: str, **kwargs) -> GateOutcome:
+    async def go() -> GateOutcome:
+        client, gate = _gate(server, **kwargs)
+        async with client:
+            return await gate.resume(run_id)
+
+    return asyncio.run(go())
+
+
+def test_rejection_reaches_the_model_and_the_run_ends_with_the_reason(
+    server, client, operator, refund_log
+):
+    assert _start(server, "pay-3").status == "waiting_approval"
+    reason = "Refunds over 10 EUR need a manager."
+    operator.decide_approval(f"pay-3:{CALL}", decision="reject", reason=reason)
+
+    outcome = _resume(server, "pay-3")
+    assert (outcome.status, outcome.final_output, outcome.executed) == (
+        "succeeded",
+        f"Outcome: {reason}",
+        [],
+    )
+    assert refunds_made(refund_log) == []
+    assert client.list_run_effects("pay-3").results == []
+    approval = client.get_approval(f"pay-3:{CALL}")
+    assert (approval.status, approval.decision_reason) == ("rejected", reason)
+    assert client.get_run("pay-3").status == "succeeded"
+
+
+def test_rejection_can_stop_the_run_with_the_reason_as_its_error(
+    server, client, operator, refund_log
+):
+    _start(server, "pay-4", on_rejection="stop")
+    operator.decide_approval(f"pay-4:{CALL}", decision="reject", reason="Fraud suspected")
+
+    outcome = _resume(server, "pay-4", on_rejection="stop")
+    error = {
+        "code": "approval_rejected",
+        "message": "Fraud suspected",
+        "approval_id": f"pay-4:{CALL}",
+        "tool_name": "issue_refund",
+        "decided_by": "token:ops",
+    }
+    assert (outcome.status, outcome.error) == ("failed", error)
+    run = client.get_run("pay-4")
+    assert (run.status, run.error) == ("failed", error)
+    assert client.get_task("pay-4.task").status == "failed"
+    assert refunds_made(refund_log) == []
+
+
+def test_expired_approval_ends_the_run_cleanly(server, client, refund_log):
+    outcome = _start(server, "pay-5", approval_ttl=timedelta(seconds=1))
+    approval = outcome.approvals[0]
+    assert approval.expires_at is not None
+    time.sleep(1.2)
+    with in_tenant(server.tenant):
+        assert ApprovalStore(server.tenant, Actor.system("sweep")).expire_overdue() == 1
+    assert client.get_run("pay-5").status == "suspended"
+
+    ended = _resume(server, "pay-5")
+    error = {
+        "code": "approval_expired",
+        "message": f"Approval pay-5:{CALL} for issue_refund expired.",
+        "approval_id": f"pay-5:{CALL}",
+        "tool_name": "issue_refund",
+        "decided_by": "sweep",
+    }
+    assert (ended.status, ended.error) == ("failed", error)
+    assert client.get_run("pay-5").error == error
+    assert client.get_approval(f"pay-5:{CALL}").status == "expired"
+    assert refunds_made(refund_log) == []
+
+
+def test_an_effect_of_unknown_outcome_suspends_the_run_until_settled(
+    server, client, operator, refund_log, admin_a
+):
+    _start(server, "pay-6")
+    operator.decide_approval(f"pay-6:{CALL}", decision="approve", reason="ok")
+    # An earlier attempt recorded the refund and died before committing it.
+    effect = client.record_effect(
+        "pay-6",
+        idempotency_key=f"pay-6:{CALL}",
+        tool_name="issue_refund",
+        request={"arguments": {"order_id": "A-1", "amount_cents": 1200}},
+    )
+
+    halted = _resume(server, "pay-6")
+    assert (halted.status, halted.error["code"], halted.error["effect_id"]) == (
+        "suspended",
+        "effect_outcome_unknown",
+        effect.effect_id,
+    )
+    assert client.get_run("pay-6").error["code"] == "effect_outcome_unknown"
+    assert refunds_made(refund_log) == []  # not blindly retried
+
+    with in_tenant(server.tenant):
+        EffectStore(server.tenant, Actor.for_user(admin_a)).settle(
+            effect_id=effect.effect_id, outcome="committed", reason="The bank shows the refund."
+        )
+    done = _resume(server, "pay-6")
+    assert (done.status, done.replayed, done.executed) == ("succeeded", [CALL], [])
+    assert done.final_output == (
+        f"Outcome: issue_refund already completed (effect {effect.effect_id})."
+    )
+    assert refunds_made(refund_log) == []
+
+
+@pytest.mark.postgres
+def test_the_gate_waits_for_a_decision_made_while_it_long_polls(server, client, refund_log):
+    def decide() -> None:
+        with StateroomClient(server.url, server.operator_token) as operator:
+            for _ in range(200):
+                with contextlib.suppress(NotFound):  # not created yet
+                    if client.get_run("pay-7").status == "waiting_approval":
+                        break
+                time.sleep(0.1)
+            time.sleep(0.5)
+            operator.decide_approval(f"pay-7:{CALL}", decision="approve", reason="go")
+
+    async def run() -> GateOutcome:
+        aclient, gate = _gate(server)
+        async with aclient:
+            return await gate.run(REFUND, run_id="pay-7", decision_timeout=20)
+
+    decider = threading.Thread(target=decide)
+    decider.start()
+    outcome = run_in_loop(run)
+    decider.join()
+    assert (outcome.status, outcome.final_output, outcome.executed) == ("succeeded", DONE, [CALL])
+    assert refunds_made(refund_log) == ["A-1 1200"]
+
+
+def run_in_loop(factory):
+    return asyncio.run(factory())

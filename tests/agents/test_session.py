@@ -1,0 +1,253 @@
+"""StateroomSession against a live server, held to the checks the SDK holds SQLiteSession to:
+order, limit, pop, clear, isolation between sessions, session settings, and the
+Runner using it as memory. Plus what is particular to Stateroom: removals are
+tombstones folded by readers, and history survives any process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from agents import Agent, RunConfig, Runner
+from agents.memory import Session, SessionSettings
+
+from stateroom_client import AsyncStateroomClient
+from stateroom_client.agents import Reply, ScriptedModel, StateroomSession
+
+NO_TRACE = RunConfig(tracing_disabled=True)
+
+
+def run(server, body: Callable[[AsyncStateroomClient], Awaitable[Any]]) -> Any:
+    async def go() -> Any:
+        async with AsyncStateroomClient(server.url, server.token) as client:
+            return await body(client)
+
+    return asyncio.run(go())
+
+
+def contents(items: list[Any]) -> list[Any]:
+    return [item.get("content") for item in items]
+
+
+class RecordingModel(ScriptedModel):
+    """Answers `reply` and remembers the input of its last turn."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__([Reply(reply)])
+        self.last_input: list[dict[str, Any]] = []
+
+    def respond(self, input: Any) -> list[Any]:
+        self.last_input = (
+            [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        )
+        return super().respond(input)
+
+
+def test_it_is_an_sdk_session_and_keeps_items_in_order(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        assert isinstance(session, Session)
+        assert session.session_id == "s-1"
+        assert await session.get_items() == []
+        await session.add_items(
+            [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there!"}]
+        )
+        await session.add_items([])  # nothing to do
+        retrieved = await session.get_items()
+        assert retrieved == [
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi there!"},
+        ]
+        # What Stateroom holds: one item per SDK item, typed by the SDK item type.
+        stored = await client.get_items("s-1")
+        assert [(i.seq, i.role, i.item_type, i.payload) for i in stored] == [
+            (1, "user", "openai.message", {"role": "user", "content": "Hello"}),
+            (2, "assistant", "openai.message", {"role": "assistant", "content": "Hi there!"}),
+        ]
+
+        await session.clear_session()
+        assert await session.get_items() == []
+        await session.add_items([{"role": "user", "content": "Fresh start"}])
+        assert contents(await session.get_items()) == ["Fresh start"]
+
+    run(server, body)
+
+
+def test_get_items_with_limit_returns_the_latest_in_order(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1")
+        await session.add_items(
+            [
+                {"role": role, "content": f"{label} {n}"}
+                for n in (1, 2, 3)
+                for role, label in (("user", "Message"), ("assistant", "Response"))
+            ]
+        )
+        everything = await session.get_items()
+        assert len(everything) == 6
+        assert (everything[0]["content"], everything[-1]["content"]) == ("Message 1", "Response 3")
+        assert contents(await session.get_items(limit=2)) == ["Message 3", "Response 3"]
+        assert contents(await session.get_items(limit=4)) == [
+            "Message 2",
+            "Response 2",
+            "Message 3",
+            "Response 3",
+        ]
+        assert len(await session.get_items(limit=10)) == 6
+        assert await session.get_items(limit=0) == []
+
+    run(server, body)
+
+
+def test_pop_item_removes_the_newest_until_empty(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        assert await session.pop_item() is None
+        await session.add_items(
+            [
+                {"role": "user", "content": "Hello"},
+                {"role": "assistant", "content": "Hi there!"},
+                {"role": "user", "content": "How are you?"},
+            ]
+        )
+        assert await session.pop_item() == {"role": "user", "content": "How are you?"}
+        assert contents(await session.get_items()) == ["Hello", "Hi there!"]
+        assert await session.pop_item() == {"role": "assistant", "content": "Hi there!"}
+        assert await session.pop_item() == {"role": "user", "content": "Hello"}
+        assert await session.pop_item() is None
+        assert await session.get_items() == []
+
+        # Nothing was deleted: each pop is a tombstone naming the seq it removes.
+        stored = await client.get_items("s-1")
+        assert [(i.seq, i.item_type, i.payload.get("seq")) for i in stored] == [
+            (1, "openai.message", None),
+            (2, "openai.message", None),
+            (3, "openai.message", None),
+            (4, "sdk.pop", 3),
+            (5, "sdk.pop", 2),
+            (6, "sdk.pop", 1),
+        ]
+
+        # Popped items stay removed when newer items arrive, and clear hides all before it.
+        await session.add_items([{"role": "user", "content": "Again"}])
+        assert contents(await session.get_items()) == ["Again"]
+        await session.clear_session()
+        assert await session.pop_item() is None
+
+    run(server, body)
+
+
+def test_pop_and_clear_only_touch_their_own_session(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        one = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        two = await StateroomSession.create(client, user_id="u-1", session_id="s-2")
+        await one.add_items([{"role": "user", "content": "Session 1 message"}])
+        await two.add_items(
+            [
+                {"role": "user", "content": "Session 2 message 1"},
+                {"role": "user", "content": "Session 2 message 2"},
+            ]
+        )
+        assert (await two.pop_item())["content"] == "Session 2 message 2"
+        assert contents(await one.get_items()) == ["Session 1 message"]
+        assert contents(await two.get_items()) == ["Session 2 message 1"]
+        await two.clear_session()
+        assert contents(await one.get_items()) == ["Session 1 message"]
+
+    run(server, body)
+
+
+def test_history_lives_in_stateroom_not_in_the_object(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        first = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        await first.add_items(
+            [
+                {"role": "user", "content": "こんにちは"},
+                {"role": "assistant", "content": "😊👍"},
+                {"role": "user", "content": "Robert'); DROP TABLE students;--"},
+            ]
+        )
+        await first.pop_item()
+        # A new object, as in another process after a restart.
+        again = await StateroomSession.open(client, "s-1", user_id="u-1")
+        assert contents(await again.get_items()) == ["こんにちは", "😊👍"]
+        created = await StateroomSession.open(client, "s-new", user_id="u-2")
+        assert (await client.get_session("s-new")).user_id == "u-2"
+        assert await created.get_items() == []
+
+    run(server, body)
+
+
+def test_session_settings_limit_is_the_default_and_an_explicit_limit_wins(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(
+            client, user_id="u-1", session_settings=SessionSettings(limit=3)
+        )
+        assert session.session_settings.limit == 3
+        await session.add_items([{"role": "user", "content": f"Message {i}"} for i in range(10)])
+        assert contents(await session.get_items()) == ["Message 7", "Message 8", "Message 9"]
+        assert contents(await session.get_items(limit=2)) == ["Message 8", "Message 9"]
+        plain = StateroomSession(client, session.session_id)
+        assert plain.session_settings.limit is None
+        assert len(await plain.get_items()) == 10
+
+    run(server, body)
+
+
+def test_runner_uses_it_as_memory_across_turns(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        model = RecordingModel("San Francisco")
+        agent = Agent(name="guide", model=model)
+        first = await Runner.run(
+            agent, "What city is the Golden Gate Bridge in?", session=session, run_config=NO_TRACE
+        )
+        assert first.final_output == "San Francisco"
+        model.script = [Reply("California")]
+        second = await Runner.run(
+            agent, "What state is it in?", session=session, run_config=NO_TRACE
+        )
+        assert second.final_output == "California"
+        assert [(i.get("role"), _text(i)) for i in model.last_input] == [
+            ("user", "What city is the Golden Gate Bridge in?"),
+            ("assistant", "San Francisco"),
+            ("user", "What state is it in?"),
+        ]
+        assert len(await session.get_items()) == 4
+
+        # A list input is appended to the stored history, and RunConfig can limit it.
+        await Runner.run(
+            agent,
+            [{"role": "user", "content": "Test message"}],
+            session=session,
+            run_config=RunConfig(tracing_disabled=True, session_settings=SessionSettings(limit=2)),
+        )
+        assert [(i.get("role"), _text(i)) for i in model.last_input] == [
+            ("user", "What state is it in?"),
+            ("assistant", "California"),
+            ("user", "Test message"),
+        ]
+
+    run(server, body)
+
+
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [])
+
+
+@pytest.mark.postgres
+def test_concurrent_pops_never_return_the_same_item(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1")
+        await session.add_items([{"role": "user", "content": c} for c in "abcde"])
+        popped = await asyncio.gather(*(session.pop_item() for _ in range(3)))
+        assert sorted(item["content"] for item in popped) == ["c", "d", "e"]
+        assert contents(await session.get_items()) == ["a", "b"]
+
+    run(server, body)
