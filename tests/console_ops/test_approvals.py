@@ -85,8 +85,8 @@ def test_inbox_lists_pending_most_urgent_first(operator_a, tenant_a):
     assert '<a class="mono small" href="/t/acme/sessions/sess-1/">sess-1</a>' in page
     # Low risk approves at once from the inbox; high and critical open the form.
     assert page.count('type="submit" class="primary" data-hotkey-approve') == 1
-    assert f'href="{detail_url("crit-1")}?decide=approve#decision" data-hotkey-approve' in page
-    assert f'href="{detail_url("low-1")}?decide=reject#decision" data-hotkey-reject' in page
+    assert f'href="{detail_url("crit-1")}?decide=approve" data-hotkey-approve' in page
+    assert f'href="{detail_url("low-1")}?decide=reject" data-hotkey-reject' in page
     assert "<kbd>a</kbd> approve" in page
 
 
