@@ -159,28 +159,33 @@ class _Sweep:
         return rows.filter(pk__gt=after), "pk"
 
     def batch(self, *, limit: int, now: datetime) -> dict[str, int]:
-        """Remove the content of up to `limit` rows; returns how many per data class."""
+        """Remove the content of up to `limit` rows; returns how many per data class.
+
+        Per container: find the key of the `budget`-th row with content after
+        the cursor, then clear the whole key range up to it in one statement
+        (an index range, no list of ids); without such a row, clear the rest
+        and move on to the next container.
+        """
         handled: dict[str, int] = {}
         budget = limit
         while self.todo and budget:
             data_class, container = key = self.todo[0]
             rows, order = self._rows(data_class, container, self.cursor.get(key, 0))
-            found = list(rows.order_by(order).values_list("pk", order)[:budget])
-            if found:
-                pks = [pk for pk, _ in found]
-                handled[data_class] = handled.get(data_class, 0) + _remove(
-                    self.tenant, data_class, rows.model, pks, now
-                )
-                budget -= len(found)
-                self.cursor[key] = found[-1][1]
-            if not budget:
-                break
-            self.todo.pop(0)  # fewer rows than asked for: this container is done
+            boundary = rows.order_by(order).values_list(order, flat=True)[budget - 1 : budget]
+            boundary = boundary[0] if boundary else None
+            if boundary is None:
+                count = _remove(data_class, rows, now)
+                self.todo.pop(0)
+            else:
+                count = _remove(data_class, rows.filter(**{f"{order}__lte": boundary}), now)
+                self.cursor[key] = boundary
+            if count:
+                handled[data_class] = handled.get(data_class, 0) + count
+            budget -= min(count, budget)
         return handled
 
 
-def _remove(tenant: Tenant, data_class: str, model, pks: list[int], now: datetime) -> int:
-    rows = model.objects.filter(tenant=tenant, pk__in=pks)
+def _remove(data_class: str, rows: QuerySet, now: datetime) -> int:
     if data_class == SESSION_ITEMS:
         deleted, _ = rows.delete()
         return deleted
@@ -452,16 +457,17 @@ class ContentDeletionStore(BaseStore):
                 return deletion
 
     def _lock_job(self, deletion_id: str) -> tuple[ContentDeletion, Session]:
-        session_pk = (
-            ContentDeletion.objects.filter(tenant=self.tenant, deletion_id=deletion_id)
-            .values_list("session_id", flat=True)
-            .first()
-        )
-        if session_pk is None:
-            raise NotFound("No such deletion.", details={"deletion_id": deletion_id})
         # Same lock order as `request` (session, then job): concurrent runs of
         # one job queue up here and each batch sees the previous one's counts.
-        session = Session.objects.select_for_update().get(tenant=self.tenant, pk=session_pk)
+        # The tenant row comes along unlocked, for its current legal hold.
+        session = (
+            Session.objects.select_for_update(of=("self",))
+            .select_related("tenant")
+            .filter(tenant=self.tenant, deletions__deletion_id=deletion_id)
+            .first()
+        )
+        if session is None:
+            raise NotFound("No such deletion.", details={"deletion_id": deletion_id})
         deletion = ContentDeletion.objects.select_for_update().get(
             tenant=self.tenant, deletion_id=deletion_id
         )
@@ -480,7 +486,9 @@ class ContentDeletionStore(BaseStore):
             deletion.started_at = now
             fields.append("started_at")
 
-        hold = self.legal_hold(session)
+        # Both rows were just read under the session's lock: current holds.
+        hold = "tenant" if session.tenant.legal_hold else None
+        hold = hold or ("session" if session.legal_hold else None)
         if hold:
             deletion.status = DeletionStatus.REFUSED
             deletion.error = f"legal hold on the {hold}"
