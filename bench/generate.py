@@ -79,7 +79,13 @@ def tables() -> dict[str, str]:
     from audit_app.models import AuditEvent
     from effects_app.models import ExternalEffect
     from runs_app.models import NodeExecution, Run, RunEvent, RunTransition
-    from sessions_app.models import ItemAppend, Session, SessionAttachment, SessionItem
+    from sessions_app.models import (
+        ContentDeletion,
+        ItemAppend,
+        Session,
+        SessionAttachment,
+        SessionItem,
+    )
     from tasks_app.models import Task, TaskCheckpoint
 
     return {
@@ -87,6 +93,7 @@ def tables() -> dict[str, str]:
         "item": SessionItem._meta.db_table,
         "item_append": ItemAppend._meta.db_table,
         "attachment": SessionAttachment._meta.db_table,
+        "deletion": ContentDeletion._meta.db_table,
         "run": Run._meta.db_table,
         "run_event": RunEvent._meta.db_table,
         "run_transition": RunTransition._meta.db_table,
@@ -142,9 +149,21 @@ def insert_select(
 # --- per-tenant SQL ---------------------------------------------------------
 
 LPAD = "lpad(({})::text, 6, '0')"
+ALL = "true"
 
 
-def _sessions(cur, t, tenant_pk, scale: Scale, now) -> None:
+def number_of(column: str) -> str:
+    """The number in a generated public id (`sess_000042` -> 42); NULL for other ids."""
+    return f"CASE WHEN {column} ~ '^[a-z]+_[0-9]+$' THEN split_part({column}, '_', 2)::int END"
+
+
+def part_of(expr: str, part: tuple[int, int]) -> str:
+    """SQL condition: `expr` falls in chunk `part` = (index, count)."""
+    index, count = part
+    return ALL if count == 1 else f"({expr}) %% {int(count)} = {int(index)}"
+
+
+def _sessions(cur, t, tenant_pk, scale: Scale, now, where: str = ALL) -> None:
     insert_select(
         cur,
         t["session"],
@@ -166,7 +185,7 @@ def _sessions(cur, t, tenant_pk, scale: Scale, now) -> None:
             "ended_at": "CASE WHEN g %% 20 >= 16 THEN %(now)s - interval '1 day' END",
             "end_reason": "CASE WHEN g %% 20 >= 16 THEN 'user left' ELSE '' END",
         },
-        "FROM generate_series(0, %(S)s - 1) g",
+        f"FROM generate_series(0, %(S)s - 1) g WHERE {where}",
         {"t": tenant_pk, "now": now, "S": scale.sessions_per_tenant, "n": scale.items_per_session},
     )
 
@@ -198,7 +217,7 @@ def _items(cur, t, tenant_pk, session_filter: str, count: int, now, extra: dict 
     )
 
 
-def _tasks(cur, t, tenant_pk, scale: Scale, now) -> None:
+def _tasks(cur, t, tenant_pk, scale: Scale, now, part: tuple[int, int] = (0, 1)) -> None:
     c = scale.checkpoints_per_task
     insert_select(
         cur,
@@ -223,10 +242,11 @@ def _tasks(cur, t, tenant_pk, scale: Scale, now) -> None:
             "created_at": "%(now)s - interval '2 days' - make_interval(mins => g)",
             "updated_at": "%(now)s - make_interval(mins => g)",
         },
-        "FROM generate_series(0, %(K)s - 1) g",
+        f"FROM generate_series(0, %(K)s - 1) g WHERE {part_of('g', part)}",
         {"t": tenant_pk, "now": now, "K": scale.tasks_per_tenant, "c": c},
     )
-    _checkpoints(cur, t, tenant_pk, "k.task_id ~ '^task_[0-9]'", c, now)
+    number = number_of("k.task_id")
+    _checkpoints(cur, t, tenant_pk, f"{number} IS NOT NULL AND {part_of(number, part)}", c, now)
 
 
 def _checkpoints(cur, t, tenant_pk, task_filter: str, per_task: int, now) -> int:
@@ -257,12 +277,11 @@ def _checkpoints(cur, t, tenant_pk, task_filter: str, per_task: int, now) -> int
 
 
 RUN_STATUS = """CASE WHEN g < %(P)s THEN 'waiting_approval'
-    WHEN g < %(P)s + %(D)s THEN 'succeeded'
     ELSE (ARRAY['succeeded','succeeded','succeeded','succeeded','running','running',
                 'failed','created','suspended','cancelled'])[1 + g %% 10] END"""
 
 
-def _runs(cur, t, tenant_pk, scale: Scale, now) -> None:
+def _runs(cur, t, tenant_pk, scale: Scale, now, where: str = ALL) -> None:
     insert_select(
         cur,
         t["run"],
@@ -296,7 +315,8 @@ def _runs(cur, t, tenant_pk, scale: Scale, now) -> None:
         JOIN {t["session"]} s ON s.tenant_id = %(t)s
              AND s.session_id = 'sess_' || {LPAD.format("g %% %(S)s")}
         LEFT JOIN {t["task"]} k ON k.tenant_id = %(t)s
-             AND k.task_id = 'task_' || {LPAD.format("g %% %(K)s")}""",
+             AND k.task_id = 'task_' || {LPAD.format("g %% %(K)s")}
+        WHERE {where}""",
         {
             "t": tenant_pk,
             "now": now,
@@ -307,7 +327,13 @@ def _runs(cur, t, tenant_pk, scale: Scale, now) -> None:
             "K": scale.tasks_per_tenant,
         },
     )
-    # Runs 0..S-1 belong to sessions 0..S-1: the live ones are attached there.
+
+
+def _run_children(cur, t, tenant_pk, scale: Scale, now, part: tuple[int, int] = (0, 1)) -> None:
+    """Attachments, transitions and deletion receipts (after every session and run exists)."""
+    runs = f"{number_of('r.run_id')} IS NOT NULL AND {part_of(number_of('r.run_id'), part)}"
+    # Every run was attached to its session once. Runs 0..S-1 are the latest of
+    # sessions 0..S-1: still attached when both are live; all others detached.
     insert_select(
         cur,
         t["attachment"],
@@ -316,13 +342,57 @@ def _runs(cur, t, tenant_pk, scale: Scale, now) -> None:
             "session_id": "s.id",
             "run_id": "r.run_id",
             "attached_at": "r.created_at",
-            "detached_at": "NULL",
+            "detached_at": """CASE WHEN r.run_id < 'run_' || """
+            + LPAD.format("%(S)s")
+            + """ AND r.status NOT IN ('succeeded', 'failed', 'cancelled')
+                AND s.status IN ('active', 'idle') THEN NULL ELSE r.updated_at END""",
         },
         f"""FROM {t["run"]} r JOIN {t["session"]} s ON s.id = r.session_id
-        WHERE r.tenant_id = %(t)s AND r.run_id < 'run_' || {LPAD.format("%(S)s")}
-          AND r.status NOT IN ('succeeded', 'failed', 'cancelled')
-          AND s.status IN ('active', 'idle')""",
+        WHERE r.tenant_id = %(t)s AND {runs}""",
         {"t": tenant_pk, "now": now, "S": scale.sessions_per_tenant},
+    )
+    # The last few compare-and-sets of every run (the inspector's version history).
+    insert_select(
+        cur,
+        t["run_transition"],
+        {
+            "tenant_id": "%(t)s",
+            "run_id": "r.id",
+            "version": "v",
+            "from_status": "CASE WHEN v = 2 THEN 'created' ELSE 'running' END",
+            "to_status": "CASE WHEN v = r.version THEN r.status ELSE 'running' END",
+            "changes": "jsonb_build_object('turn_index', v)",
+            "actor_label": "'token:worker'",
+            "created_at": "r.created_at + make_interval(secs => v * 10)",
+        },
+        f"""FROM {t["run"]} r CROSS JOIN LATERAL generate_series(greatest(2, r.version - 2), r.version) v
+        WHERE r.tenant_id = %(t)s AND {runs}""",
+        {"t": tenant_pk, "now": now},
+    )
+    # Some closed sessions had a deletion refused (legal hold at the time): receipts.
+    insert_select(
+        cur,
+        t["deletion"],
+        {
+            "tenant_id": "%(t)s",
+            "deletion_id": "'del_' || substr(s.session_id, 6)",
+            "session_id": "s.id",
+            "status": "'refused'",
+            "requested_by": f"'{BENCH_USER}'",
+            "requested_by_id": "''",
+            "reason": "'customer asked'",
+            "policy": "'manual'",
+            "planned": """'{"session_items": 45}'::jsonb""",
+            "counts": """'{"session_items": 0}'::jsonb""",
+            "error": "'legal hold on the tenant'",
+            "created_at": "s.ended_at",
+            "started_at": "NULL",
+            "finished_at": "s.ended_at",
+        },
+        f"""FROM {t["session"]} s WHERE s.tenant_id = %(t)s AND s.status = 'closed'
+        AND {number_of("s.session_id")} IS NOT NULL
+        AND {part_of(number_of("s.session_id"), part)}""",
+        {"t": tenant_pk, "now": now},
     )
 
 
@@ -331,7 +401,7 @@ APPROVAL_ARGS = """jsonb_build_object('target', 'cust-' || (g * 37 %% 1000), 'am
     'note', 'Refund for order ' || md5(g::text))"""
 
 
-def _approvals(cur, t, tenant_pk, scale: Scale, now) -> None:
+def _approvals(cur, t, tenant_pk, scale: Scale, now, where: str = ALL) -> None:
     insert_select(
         cur,
         t["approval"],
@@ -358,19 +428,27 @@ def _approvals(cur, t, tenant_pk, scale: Scale, now) -> None:
             "decided_at": "CASE WHEN g < %(P)s THEN NULL ELSE r.updated_at END",
             "decision_reason": "CASE WHEN g < %(P)s THEN '' ELSE 'checked with the customer' END",
         },
+        # Pending approval g waits on run g; decided ones are spread over the other
+        # runs (a run may have asked several times).
         f"""FROM generate_series(0, %(P)s + %(D)s - 1) g
-        JOIN {t["run"]} r ON r.tenant_id = %(t)s AND r.run_id = 'run_' || {LPAD.format("g")}""",
+        JOIN {t["run"]} r ON r.tenant_id = %(t)s AND r.run_id = 'run_' || {
+            LPAD.format(
+                "CASE WHEN g < %(P)s THEN g ELSE %(P)s + (g - %(P)s) %% (%(R)s - %(P)s) END"
+            )
+        }
+        WHERE {where}""",
         {
             "t": tenant_pk,
             "now": now,
             "P": scale.pending_per_tenant,
             "D": scale.decided_per_tenant,
+            "R": scale.runs_per_tenant,
             "user": "1",
         },
     )
 
 
-def _effects(cur, t, tenant_pk, scale: Scale, now) -> None:
+def _effects(cur, t, tenant_pk, scale: Scale, now, where: str = ALL) -> None:
     insert_select(
         cur,
         t["effect"],
@@ -393,7 +471,8 @@ def _effects(cur, t, tenant_pk, scale: Scale, now) -> None:
             "updated_at": "r.created_at + interval '3 minutes'",
         },
         f"""FROM generate_series(0, %(E)s - 1) g
-        JOIN {t["run"]} r ON r.tenant_id = %(t)s AND r.run_id = 'run_' || {LPAD.format("g")}""",
+        JOIN {t["run"]} r ON r.tenant_id = %(t)s AND r.run_id = 'run_' || {LPAD.format("g")}
+        WHERE {where}""",
         {"t": tenant_pk, "now": now, "E": scale.effects_per_tenant},
     )
 
@@ -523,24 +602,72 @@ def _audit(cur, t, tenant_pk: int, rows: list[tuple]) -> None:
     cur.execute(
         f"INSERT INTO {t['audit']} ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM audit_stage"
     )
+    cur.execute("DROP TABLE audit_stage")
 
 
 # --- orchestration ----------------------------------------------------------
 
 
-def _load_tenant(url: str, tenant_pk: int, index: int, scale: Scale, user_pk: int, now) -> None:
-    t = tables()
-    rows = _audit_rows(tenant_pk, scale.audit_per_tenant, user_pk, now)
+CHUNKS = 4  # each tenant's rows land in this many places of each table
+PHASES = (1, 2, 3)  # sessions and tasks; runs; what points at them
+
+
+def _load_slice(url: str, tenant_pk: int, scale: Scale, rows, main: bool, now, phase, part):
     with connect(url, client_binding=True) as conn, tenant_tx(conn, tenant_pk) as cur:
-        _sessions(cur, t, tenant_pk, scale, now)
-        _items(cur, t, tenant_pk, "s.session_id ~ '^sess_[0-9]'", scale.items_per_session, now)
-        _tasks(cur, t, tenant_pk, scale, now)
-        _runs(cur, t, tenant_pk, scale, now)
-        _approvals(cur, t, tenant_pk, scale, now)
-        _effects(cur, t, tenant_pk, scale, now)
-        _audit(cur, t, tenant_pk, rows)
-        if index == 0:
+        load_tenant_rows(
+            cur, tenant_pk, scale, audit_rows=rows, main=main, now=now, phase=phase, part=part
+        )
+
+
+def load_tenant_rows(
+    cur,
+    tenant_pk: int,
+    scale: Scale,
+    *,
+    audit_rows: list[tuple],
+    main: bool,
+    now: datetime,
+    phase: int | None = None,
+    part: tuple[int, int] = (0, 1),
+) -> None:
+    """Rows of one tenant, on a cursor already in that tenant's transaction.
+
+    `phase` (1: sessions and tasks, 2: runs, 3: everything that points at
+    them) and `part` (chunk index, chunk count) load a slice, so the caller
+    can interleave tenants: in a real database the rows of many tenants are
+    mixed on disk, and a data set loaded one tenant after the other would
+    make a whole-tenant index scan look cheap to the planner (perfect
+    correlation of `tenant_id`). Also used by tests/bench, on Django's cursor.
+    """
+    t = tables()
+    phases = PHASES if phase is None else (phase,)
+    if 1 in phases:
+        _sessions(cur, t, tenant_pk, scale, now, part_of("g", part))
+        _tasks(cur, t, tenant_pk, scale, now, part)
+    if 2 in phases:
+        _runs(cur, t, tenant_pk, scale, now, part_of("g", part))
+    if 3 in phases:
+        number = number_of("s.session_id")
+        _items(
+            cur,
+            t,
+            tenant_pk,
+            f"{number} IS NOT NULL AND {part_of(number, part)}",
+            scale.items_per_session,
+            now,
+        )
+        _run_children(cur, t, tenant_pk, scale, now, part)
+        _approvals(cur, t, tenant_pk, scale, now, part_of("g", part))
+        _effects(cur, t, tenant_pk, scale, now, part_of("g", part))
+        index, count = part
+        _audit(cur, t, tenant_pk, [row for row in audit_rows if row[1] % count == index])
+        if main and index == 0:
             _main_tenant_extras(cur, t, tenant_pk, scale, now)
+
+
+def audit_rows(tenant_pk: int, count: int, user_pk: int, now: datetime) -> list[tuple]:
+    """A valid hash chain of `count` audit events (seq 1..count) for an empty tenant."""
+    return _audit_rows(tenant_pk, count, user_pk, now)
 
 
 def _main_tenant_extras(cur, t, tenant_pk: int, scale: Scale, now) -> None:
@@ -754,18 +881,24 @@ def generate(url: str, scale: Scale, log: Callable[[str], None]) -> dict:
     )
     tenants = list(Tenant.objects.filter(slug__startswith=TENANT_PREFIX).order_by("slug"))
     user = get_user_model().objects.create_user(username=BENCH_USER, password=uuid.uuid4().hex)
-    log(f"loading {scale.tenants} tenants on 2 connections ...")
+    log(f"hashing {scale.audit_per_tenant * scale.tenants:,} audit events into chains ...")
+    chains = {t.pk: _audit_rows(t.pk, scale.audit_per_tenant, user.pk, now) for t in tenants}
+    log(f"loading {scale.tenants} tenants in {CHUNKS} interleaved chunks, 2 connections ...")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [
-            pool.submit(_load_tenant, url, tenant.pk, i, scale, user.pk, now)
-            for i, tenant in enumerate(tenants)
-        ]
-        for done, future in enumerate(futures, 1):
-            future.result()
-            if done % max(1, len(futures) // 10) == 0:
-                log(
-                    f"  {done}/{len(futures)} tenants loaded ({time.perf_counter() - started:.0f} s)"
+        for phase in PHASES:
+            futures = [
+                pool.submit(
+                    _load_slice, url, t.pk, scale, chains[t.pk], i == 0, now, phase, (c, CHUNKS)
                 )
+                for c in range(CHUNKS)
+                for i, t in enumerate(tenants)
+            ]
+            for future in futures:
+                future.result()
+            with connect(url) as conn:
+                # Fresh statistics, or the next phase's joins are planned as nested loops.
+                conn.execute("ANALYZE")
+            log(f"  phase {phase}/3 loaded ({time.perf_counter() - started:.0f} s)")
     main = tenants[0]
     with in_tenant(main):
         TenancyStore(main, Actor.system("bench")).set_member(username=BENCH_USER, role=Role.ADMIN)

@@ -317,6 +317,7 @@ ROW_LABELS = {
     "item": "session items",
     "item_append": "idempotent appends",
     "attachment": "run attachments",
+    "deletion": "deletion receipts",
     "run": "runs",
     "run_event": "run events",
     "run_transition": "run transitions",

@@ -21,7 +21,7 @@ BASE = {
     # Not named in the issue, chosen to make the data set look like real use.
     "sessions": 20_000,
     "timeline_items": 100_000,  # one session of the first tenant, part of session_items
-    "decided_approvals": 20_000,
+    "decided_approvals": 60_000,  # decided ones outnumber pending ones, as they accumulate
     "tasks": 10_000,
     "effects": 100_000,
 }
@@ -88,7 +88,7 @@ class Scale:
             timeline_items=timeline,
             runs_per_tenant=runs,
             pending_per_tenant=pending,
-            decided_per_tenant=min(per_tenant("decided_approvals", 5), runs // 4),
+            decided_per_tenant=per_tenant("decided_approvals", 5),
             tasks_per_tenant=tasks,
             checkpoints_per_task=max(1, round(BASE["checkpoints"] * factor / (tasks * tenants))),
             audit_per_tenant=per_tenant("audit_events", 20),

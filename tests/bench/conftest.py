@@ -1,0 +1,118 @@
+"""Data for the EXPLAIN checks: two tenants with enough rows that a missing index shows.
+
+Loaded once per module with the bench's own generator (bench/generate.py) on
+Django's cursor, inside a module-wide transaction that is rolled back at the
+end (each test's own transaction nests inside it as a savepoint, as in
+Django's TestCase.setUpTestData), then ANALYZEd so the planner knows the sizes.
+"""
+
+import dataclasses
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.utils import timezone
+
+from bench import generate
+from bench.scale import Scale
+from tenancy_app.models import Membership, Role, Tenant, TenantOwned
+from tenancy_app.scoping import in_tenant
+
+# The tenant the checks run as holds ~10,000 items (a 5,000-item timeline
+# included), 500 sessions, 1,000 runs, 3,150 approvals (150 pending) and
+# 2,000 audit events; a second tenant shares the tables with more of each
+# (40 times the sessions), so the checked tenant is one among many, as in
+# production where a query that walks a whole table is not cheap.
+# At this size a query no index serves scans the whole tenant or table (see
+# the two control tests in test_explain.py).
+SCALE = Scale(
+    name="explain",
+    factor=0.0,
+    tenants=2,
+    sessions_per_tenant=500,
+    items_per_session=10,
+    timeline_items=5000,
+    runs_per_tenant=1000,
+    pending_per_tenant=150,
+    decided_per_tenant=3000,
+    tasks_per_tenant=50,
+    checkpoints_per_task=2,
+    audit_per_tenant=2000,
+    effects_per_tenant=500,
+    op_iterations=0,
+    page_iterations=0,
+    load_seconds=0,
+)
+BIG = dataclasses.replace(
+    SCALE,
+    sessions_per_tenant=20000,
+    items_per_session=1,
+    runs_per_tenant=3000,
+    pending_per_tenant=450,
+    decided_per_tenant=6000,
+    tasks_per_tenant=20,
+    audit_per_tenant=6000,
+    effects_per_tenant=300,
+)
+
+
+CHUNKS = 8
+
+
+def tenant_tables() -> set[str]:
+    return {
+        model._meta.db_table
+        for model in apps.get_models()
+        if issubclass(model, TenantOwned) and not model._meta.proxy
+    }
+
+
+@pytest.fixture(scope="module")
+def bench_data(django_db_setup, django_db_blocker):
+    """(tenant, admin user) of the big tenant; a second tenant shares the tables."""
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            yield None
+            return
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            now = timezone.now()
+            user = get_user_model().objects.create_user(username="explain-admin")
+            tenants = [
+                Tenant.objects.create(slug=f"explain-{n}", name=f"Explain {n}") for n in "ab"
+            ]
+            Membership.objects.create(user=user, tenant=tenants[0], role=Role.ADMIN)
+            scales = dict(zip(tenants, [SCALE, BIG], strict=True))
+            chains = {
+                t: generate.audit_rows(t.pk, scale.audit_per_tenant, user.pk, now)
+                for t, scale in scales.items()
+            }
+            # Interleaved like the bench's own load, so each tenant's rows are spread
+            # over the tables as in a real database (see generate.load_tenant_rows).
+            for phase in generate.PHASES:
+                for chunk in range(CHUNKS):
+                    for tenant, scale in scales.items():
+                        with in_tenant(tenant), connection.cursor() as cursor:
+                            generate.load_tenant_rows(
+                                cursor,
+                                tenant.pk,
+                                scale,
+                                audit_rows=chains[tenant],
+                                main=tenant == tenants[0],
+                                now=now,
+                                phase=phase,
+                                part=(chunk, CHUNKS),
+                            )
+                with connection.cursor() as cursor:
+                    cursor.execute("ANALYZE " + ", ".join(sorted(tenant_tables())))
+            with connection.cursor() as cursor:
+                # Run the deferred foreign-key checks of the load now, once: else every
+                # test's teardown (Django checks constraints) would run them again.
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+            yield tenants[0], user
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
