@@ -1,0 +1,79 @@
+"""Support walks a long session timeline with "Load older" (htmx pages, keyset by seq)."""
+
+from playwright.sync_api import expect
+
+from sessions_app.store import SessionStore
+from tenancy_app.scoping import in_tenant
+from tests.console_data.conftest import RUNTIME, add_items, build_world
+
+
+def test_support_walks_a_long_timeline_back_to_the_start(
+    page, live_server, console_login, tenant_a, support_a
+):
+    world = build_world(tenant_a)
+    add_items(tenant_a, world.session_id, 147, start=4)  # 150 items: three pages of 50
+    console_login(page, live_server, "sue")
+    page.goto(f"{live_server.url}/t/acme/sessions/{world.session_id}/")
+
+    items = page.locator('[data-testid="timeline"] li[data-kind="item"]')
+    expect(items).to_have_count(50)
+    expect(items.first).to_have_attribute("data-seq", "101")
+    expect(page.locator('[data-testid="admin-actions"]')).to_have_count(0)
+
+    for expected in (100, 150):
+        page.click('[data-testid="load-older"]')
+        expect(items).to_have_count(expected)
+    expect(page.locator('[data-testid="load-older"]')).to_have_count(0)
+    expect(page.locator('[data-testid="timeline-start"]')).to_be_visible()
+    seqs = [int(s) for s in items.evaluate_all("els => els.map(e => e.dataset.seq)")]
+    assert seqs == list(range(1, 151))
+    # The run's attach, status changes, approval and effects show once each, among the items.
+    kinds = page.locator('[data-testid="timeline"] li').evaluate_all(
+        "els => els.map(e => e.dataset.kind)"
+    )
+    assert [k for k in kinds if k and k != "item"] == [
+        "run",
+        "attach",
+        "run",
+        "approval",
+        "run",
+        "effect",
+        "effect",
+    ]
+    # The URL did not change: "Load older" swapped pages in.
+    assert page.url == f"{live_server.url}/t/acme/sessions/{world.session_id}/"
+
+
+def test_agent_text_in_the_timeline_is_shown_as_text(
+    page, live_server, console_login, tenant_a, support_a
+):
+    with in_tenant(tenant_a):
+        store = SessionStore(tenant_a, RUNTIME)
+        store.create(session_id="s-xss", user_id="u-1")
+        store.append_items(
+            session_id="s-xss",
+            items=[
+                {
+                    "role": "assistant",
+                    "item_type": "message",
+                    "payload": {"text": "<img src=x onerror=\"document.title='pwned'\">"},
+                }
+            ],
+        )
+    console_login(page, live_server, "sue")
+    page.goto(f"{live_server.url}/t/acme/sessions/s-xss/")
+    expect(page.locator(".item-text")).to_have_text(
+        "<img src=x onerror=\"document.title='pwned'\">"
+    )
+    assert page.title() != "pwned"
+    assert page.locator('[data-testid="timeline"] img').count() == 0
+
+
+def test_another_tenants_session_url_is_404(page, live_server, console_login, tenant_a, admin_b):
+    world = build_world(tenant_a)
+    console_login(page, live_server, "bob")
+    for tenant in ("acme", "globex"):
+        response = page.goto(f"{live_server.url}/t/{tenant}/sessions/{world.session_id}/")
+        assert response.status == 404
+        expect(page.locator("h1")).to_have_text("404")
+        expect(page.locator("body")).not_to_contain_text("message 1")
