@@ -56,9 +56,14 @@ def diff(before: Any, after: Any, path: str = "") -> list[Change]:
 
 
 def _diff_one(old: Any, new: Any, path: str) -> list[Change]:
+    # A whole object added or removed reads better key by key (`error.code`, ...).
     if old is _MISSING:
+        if isinstance(new, dict) and new:
+            return diff({}, new, path)
         return [Change(path, "added", new=compact(new))]
     if new is _MISSING:
+        if isinstance(old, dict) and old:
+            return diff(old, {}, path)
         return [Change(path, "removed", old=compact(old))]
     if isinstance(old, dict | list) and type(old) is type(new):
         return diff(old, new, path)
