@@ -11,12 +11,14 @@ from datetime import UTC, datetime, time, timedelta
 
 from django import forms
 from django.contrib import messages
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from audit_app.actor import Actor
+from runs_app.store import RunStateStore
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.pages import keyset_page, parse_cursor
@@ -109,11 +111,20 @@ def _detail_url(request, session_id: str) -> str:
     )
 
 
-def _filtered(request, data) -> tuple[SessionFilterForm, object | None]:
+def _filtered(request, data) -> tuple[SessionFilterForm, QuerySet[Session] | None]:
+    """The sessions matching the list's filter; the search box also finds a session by its runs' ids."""
     form = SessionFilterForm(data)
     if not form.is_valid():
         return form, None
-    return form, _store(request).list_sessions(**form.store_filters())
+    store, filters = _store(request), form.store_filters()
+    sessions = store.list_sessions(**filters)
+    if filters["search"]:
+        runs = RunStateStore(request.tenant, store.actor).list_runs()
+        by_run = store.list_sessions(**{**filters, "search": None}).filter(
+            pk__in=runs.filter(run_id__icontains=filters["search"]).values("session_id")
+        )
+        sessions = sessions | by_run
+    return form, sessions
 
 
 # --- reading ----------------------------------------------------------------

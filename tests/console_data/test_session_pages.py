@@ -50,6 +50,14 @@ def test_list_filters_by_status_user_and_search(make_session, tenant_a, support_
     assert session_ids(client.get("/t/acme/sessions/?status=active&q=alpha")) == ["alpha-1"]
 
 
+def test_list_search_finds_a_session_by_one_of_its_run_ids(world, make_session, support_a):
+    make_session("other")
+    client = login(support_a)
+    assert session_ids(client.get(f"/t/acme/sessions/?q={world.run_id}")) == [world.session_id]
+    assert session_ids(client.get("/t/acme/sessions/?q=run-")) == [world.session_id]
+    assert session_ids(client.get("/t/acme/sessions/?q=run-&status=closed")) == []
+
+
 def test_list_filters_by_date_range(make_session, tenant_a, support_a):
     today = timezone.now().date()
     make_session("s-today")
