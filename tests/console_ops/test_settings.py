@@ -259,3 +259,16 @@ def test_retention_page_query_count_does_not_grow_with_due_sessions(
     with django_assert_num_queries(queries(31)):
         page = client.get(BASE + "retention/").content.decode()
     assert f"<strong>{due}</strong> session{'s' if due > 1 else ''} due" in page
+
+
+def test_remove_member_needs_admin_csrf_and_same_tenant(
+    admin_a, operator_a, support_a, admin_b, csrf_client
+):
+    path = BASE + f"members/{support_a.pk}/remove"
+    assert login(operator_a).post(path).status_code == 403
+    assert login(admin_b).post(path).status_code == 404
+    assert csrf_client(admin_a).post(path).status_code == 403
+    assert login(admin_a).get(path).status_code == 405
+    assert Membership.objects.filter(user=support_a).count() == 1
+    assert login(admin_a).post(path).status_code == 302
+    assert Membership.objects.filter(user=support_a).count() == 0
