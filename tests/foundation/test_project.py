@@ -16,7 +16,9 @@ def test_check_deploy_with_production_settings_is_clean():
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DEBUG", "STATEROOM_TESTING", "DJANGO_SETTINGS_MODULE"}
+        # Browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; production never does.
+        if k
+        not in {"DEBUG", "STATEROOM_TESTING", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}
     }
     env.update(
         DJANGO_SETTINGS_MODULE="stateroom.settings",
