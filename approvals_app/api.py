@@ -21,6 +21,8 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
+from runs_app.api import EmptyAsNullCharField
+from runs_app.store import RunStateStore
 from stateroom.api import keyset_page
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, error
 from stateroom.errors import Unprocessable
@@ -41,15 +43,6 @@ def _store(request) -> ApprovalStore:
 
 
 # --- serializers ------------------------------------------------------------
-class EmptyAsNullCharField(serializers.CharField):
-    def __init__(self, **kwargs) -> None:
-        kwargs.setdefault("allow_null", True)
-        super().__init__(**kwargs)
-
-    def to_representation(self, value):
-        return value or None
-
-
 class ApprovalSerializer(serializers.Serializer):
     """An approval as the runtime sees it (GET, lists, decisions, webhooks)."""
 
@@ -146,8 +139,6 @@ def approval_data(approval: ApprovalRequest) -> dict:
 )
 @api_view(["POST"])
 def run_approvals(request, run_id: str):
-    from runs_app.store import RunStateStore
-
     RunStateStore(request.tenant, Actor.from_request(request)).get(run_id)
     body = ApprovalRequestIn(data=request.data)
     body.is_valid(raise_exception=True)

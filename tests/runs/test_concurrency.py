@@ -21,20 +21,20 @@ def test_racing_cas_writers_lose_no_update(tenant_a):
         wins = conflicts = 0
         barrier.wait()
         for _ in range(ATTEMPTS):
+            # Read, then write on what was read; READ COMMITTED, no lock taken by the read.
             with in_tenant(tenant_a):
                 seen = store.get("hot")
-            try:
-                with in_tenant(tenant_a):
+                try:
                     store.compare_and_set(
                         run_id="hot",
                         expected_version=seen.version,
                         changes={"token_used": seen.token_used + 1, "current_node_id": f"w{i}"},
                     )
-                wins += 1
-            except Conflict as exc:
-                assert exc.code == "version_conflict"
-                assert exc.details["current_version"] > seen.version
-                conflicts += 1
+                    wins += 1
+                except Conflict as exc:
+                    assert exc.code == "version_conflict"
+                    assert exc.details["current_version"] > seen.version
+                    conflicts += 1
         return wins, conflicts
 
     results = in_threads(WRITERS, writer)
