@@ -239,11 +239,17 @@ def items(request, session_id: str):
     store = _store(request)
     if request.method == "POST":
         data = _body(request, SessionAppendIn, store, session_id)
-        result = store.append_items(
-            session_id=session_id,
-            items=[dict(item) for item in data["items"]],
-            run_id=data["run_id"],
-            idempotency_key=data.get("idempotency_key"),
+        # The store checks payloads further (what the database can hold): an
+        # unknown session is still 404 first.
+        result = _after_lookup(
+            store,
+            session_id,
+            lambda: store.append_items(
+                session_id=session_id,
+                items=[dict(item) for item in data["items"]],
+                run_id=data["run_id"],
+                idempotency_key=data.get("idempotency_key"),
+            ),
         )
         return Response(
             {"first_seq": result.first_seq, "last_seq": result.last_seq},

@@ -161,6 +161,17 @@ def test_every_endpoint_needs_a_valid_token(tenant_a, s_a):
     assert snapshot(tenant_a) == before
 
 
+@pytest.mark.parametrize("action", ["attach", "detach", "heartbeat", "close", "items"])
+def test_every_post_refuses_malformed_and_oversized_bodies(api_a, tenant_a, s_a, settings, action):
+    path = f"{API}/s-a/{action}"
+    before = snapshot(tenant_a)
+    assert_error(post(api_a, path, "{nope"), 400, "malformed_json")
+    assert_error(post(api_a, path, '"a string"'), 400, "body_not_object")
+    settings.STATEROOM_MAX_BODY_BYTES = 100
+    assert_error(post(api_a, path, {"reason": "x" * 200}), 413, "payload_too_large")
+    assert snapshot(tenant_a) == before
+
+
 def test_paths_have_no_trailing_slash(api_a, s_a):
     assert api_a.get(f"{API}/s-a").status_code == 200
     assert api_a.get(f"{API}/s-a/").status_code == 404
@@ -538,6 +549,7 @@ def test_append_payloads_the_database_cannot_store_are_422(api_a, tenant_a, s_a,
     before = snapshot(tenant_a)
     body = assert_error(post(api_a, f"{API}/s-a/items", raw), 422, "validation_error")
     assert list(body["error"]["details"]) == ["items[0].payload"]
+    assert_error(post(api_a, f"{API}/nope/items", raw), 404, "not_found")
     assert snapshot(tenant_a) == before
 
 
