@@ -403,8 +403,12 @@ class ApprovalGate:
                 error = {"code": "approval_expired", "message": message, **ended}
                 await self._end(outcome, "failed", session, error=error)
                 return True
-            else:  # cancelled by the runtime
-                state.reject(item, rejection_message="The approval request was cancelled.")
+            else:  # withdrawn by the runtime (cancelled): the call does not happen
+                state.reject(
+                    item,
+                    rejection_message=approval.decision_reason
+                    or "The approval request was cancelled.",
+                )
         run = await self.client.get_run(outcome.run_id)
         if run.status == "suspended":
             await self._update(outcome.run_id, status="running")
