@@ -127,7 +127,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-if os.environ.get("STATEROOM_TEST_DB_SUFFIX"):
+if os.environ.get("STATEROOM_TEST_DB_SUFFIX") and DATABASES["default"]["ENGINE"].endswith(
+    "postgresql"
+):
     # Lets several test runs share one PostgreSQL server without clashing.
     DATABASES["default"]["TEST"] = {
         "NAME": f"test_{DATABASES['default']['NAME']}_{os.environ['STATEROOM_TEST_DB_SUFFIX']}"
