@@ -11,7 +11,7 @@ from audit_app.models import AuditEvent
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 
-from ..runs.conftest import in_threads, reload
+from ..runs.conftest import in_threads, make_run, reload
 from .conftest import approval_store, make_approval, reload_approval
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -122,3 +122,39 @@ def test_long_poll_times_out_when_nobody_decides(api_a, tenant_a):
     elapsed = time.monotonic() - started
     assert (response.status_code, response.json()["status"]) == (200, "pending")
     assert 2 <= elapsed < 5
+
+
+def test_a_request_that_loses_the_insert_race_leaves_its_run_untouched(tenant_a):
+    """Usually both pass the id check and move their run, and the second insert fails on
+    the unique id: its run move is rolled back with it (one transaction). Whichever way
+    the race goes, the loser's run is exactly as it was."""
+    for run_id in ("r1", "r2"):
+        make_run(tenant_a, "running", run_id=run_id)
+
+    def requester(i, barrier):
+        store = approval_store(tenant_a)
+        barrier.wait()
+        try:
+            with in_tenant(tenant_a):
+                store.request(
+                    run_id=f"r{i + 1}",
+                    expected_version=2,
+                    tool_name="t",
+                    arguments={"i": i},
+                    risk="low",
+                    approval_id="same-id",
+                )
+            return "created"
+        except Conflict as exc:
+            return exc.code
+
+    outcomes = in_threads(2, requester)
+    assert sorted(outcomes) == ["approval_exists", "created"]
+    winner, loser = (f"r{outcomes.index(o) + 1}" for o in ("created", "approval_exists"))
+    assert reload_approval(tenant_a, "same-id")["arguments"] == {"i": int(winner[1]) - 1}
+    assert (reload(tenant_a, winner)["status"], reload(tenant_a, winner)["version"]) == (
+        "waiting_approval",
+        3,
+    )
+    lost = reload(tenant_a, loser)
+    assert (lost["status"], lost["version"], lost["pending_approval_id"]) == ("running", 2, "")
