@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
@@ -10,6 +12,9 @@ from stateroom.errors import Conflict, NotFound, Unprocessable
 
 from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
+
+# Decisions are POSTed to it by the worker: nothing but http(s).
+_WEBHOOK_URL = URLValidator(schemes=["http", "https"])
 
 
 class TenancyStore(BaseStore):
@@ -23,13 +28,32 @@ class TenancyStore(BaseStore):
     def create_token(
         self, *, name: str, role: str = TokenRole.RUNTIME, created_by=None, webhook_url: str = ""
     ) -> tuple[RuntimeToken, str]:
-        """Create a token; the raw secret is returned once and never stored."""
+        """Create a token; the raw secret is returned once and never stored.
+
+        With a `webhook_url`, the token also gets a webhook signing secret
+        (`token.webhook_secret`) for the receiver to check signatures.
+        """
         if role not in TokenRole.values:
             raise Unprocessable(
                 "Unknown token role.", details={"role": [f"not one of {TokenRole.values}"]}
             )
         if not name.strip():
             raise Unprocessable("A token needs a name.", details={"name": ["required"]})
+        if len(name.strip()) > 100:
+            raise Unprocessable(
+                "A token name has at most 100 characters.",
+                details={"name": ["at most 100 characters"]},
+            )
+        if webhook_url:
+            try:
+                _WEBHOOK_URL(webhook_url)
+                if len(webhook_url) > 200:
+                    raise ValidationError("too long")
+            except ValidationError as exc:
+                raise Unprocessable(
+                    "The webhook URL must be an http or https URL of at most 200 characters.",
+                    details={"webhook_url": ["must be an http(s) URL of at most 200 characters"]},
+                ) from exc
         raw = RuntimeToken.generate_secret()
         with transaction.atomic():
             token = RuntimeToken.objects.create(
@@ -84,6 +108,8 @@ class TenancyStore(BaseStore):
                 Membership.objects.select_for_update().filter(tenant=self.tenant, user=user).first()
             )
             before = {"role": membership.role} if membership else None
+            if membership is not None and role != Role.ADMIN:
+                self._keep_an_admin(membership)
             if membership is None:
                 membership = Membership.objects.create(tenant=self.tenant, user=user, role=role)
             else:
@@ -94,12 +120,33 @@ class TenancyStore(BaseStore):
 
     def remove_member(self, *, user_id: int) -> None:
         with transaction.atomic():
-            membership = Membership.objects.filter(tenant=self.tenant, user_id=user_id).first()
+            membership = (
+                Membership.objects.select_for_update()
+                .filter(tenant=self.tenant, user_id=user_id)
+                .first()
+            )
             if membership is None:
                 raise NotFound("No such member.")
+            self._keep_an_admin(membership)
             before = {"role": membership.role}
             membership.delete()
             self._audit("member.removed", "user", user_id, before=before)
+
+    def _keep_an_admin(self, membership: Membership) -> None:
+        """Refuse to remove or demote the tenant's last admin: nobody could manage it after."""
+        if membership.role != Role.ADMIN:
+            return
+        # Locking every admin row serializes two admins demoting each other at once.
+        admins = list(
+            Membership.objects.select_for_update()
+            .filter(tenant=self.tenant, role=Role.ADMIN)
+            .values_list("user_id", flat=True)
+        )
+        if admins == [membership.user_id]:
+            raise Conflict(
+                "This is the tenant's last admin: make someone else admin first.",
+                code="last_admin",
+            )
 
     # --- tenant settings --------------------------------------------------
     def set_legal_hold(self, *, on: bool, reason: str) -> Tenant:
@@ -124,14 +171,17 @@ class TenancyStore(BaseStore):
 
     def set_four_eyes(self, *, on: bool) -> None:
         with transaction.atomic():
-            Tenant.objects.filter(pk=self.tenant.pk).update(four_eyes_critical=on)
-            self._audit(
-                "tenant.settings_changed",
-                "tenant",
-                self.tenant.slug,
-                before={"four_eyes_critical": self.tenant.four_eyes_critical},
-                after={"four_eyes_critical": on},
-            )
+            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
+            if tenant.four_eyes_critical != on:
+                tenant.four_eyes_critical = on
+                tenant.save(update_fields=["four_eyes_critical"])
+                self._audit(
+                    "tenant.settings_changed",
+                    "tenant",
+                    tenant.slug,
+                    before={"four_eyes_critical": not on},
+                    after={"four_eyes_critical": on},
+                )
         self.tenant.four_eyes_critical = on
 
     def retention(self) -> RetentionPolicy:

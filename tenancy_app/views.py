@@ -45,10 +45,10 @@ def tenant_home(request):
 @require_http_methods(["GET", "POST"])
 def settings_tokens(request):
     store = TenancyStore(request.tenant, Actor.from_request(request))
-    created_secret = None
+    created, created_secret = None, None
     if request.method == "POST":
         try:
-            _, created_secret = store.create_token(
+            created, created_secret = store.create_token(
                 name=request.POST.get("name", ""),
                 role=request.POST.get("role", TokenRole.RUNTIME),
                 created_by=request.user,
@@ -64,6 +64,7 @@ def settings_tokens(request):
             "nav": "settings",
             "tab": "tokens",
             "tokens": store.tokens().select_related("created_by"),
+            "created": created,
             "created_secret": created_secret,
             "roles": TokenRole.choices,
         },
@@ -184,6 +185,9 @@ def settings_members(request):
     except NotFound:
         form.add_error("username", "No user with this username. They need an account first.")
         return _members_page(request, form=form, status=422)
+    except StateroomError as exc:
+        messages.error(request, exc.message)
+        return _back(request, "tenancy:members")
     messages.success(
         request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}."
     )
@@ -197,7 +201,10 @@ def remove_member(request, user_id: int):
         _store(request).remove_member(user_id=user_id)
     except NotFound as exc:
         raise Http404 from exc
-    messages.success(request, "Member removed.")
+    except StateroomError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Member removed.")
     return _back(request, "tenancy:members")
 
 

@@ -272,3 +272,96 @@ def test_remove_member_needs_admin_csrf_and_same_tenant(
     assert Membership.objects.filter(user=support_a).count() == 1
     assert login(admin_a).post(path).status_code == 302
     assert Membership.objects.filter(user=support_a).count() == 0
+
+
+def test_the_last_admin_cannot_be_removed_or_demoted(admin_a, make_user, tenant_a):
+    client = login(admin_a)
+    response = client.post(BASE + f"members/{admin_a.pk}/remove")
+    assert response.status_code == 302
+    assert messages_of(response) == [
+        "This is the tenant's last admin: make someone else admin first."
+    ]
+    client.get(BASE + "members/")  # shows (and so consumes) the message
+    response = client.post(BASE + "members/", {"username": "ada", "role": "support"})
+    assert messages_of(response) == [
+        "This is the tenant's last admin: make someone else admin first."
+    ]
+    assert Membership.objects.get(tenant=tenant_a, user=admin_a).role == Role.ADMIN
+    assert audit_actions(tenant_a) == []
+    # With a second admin, either may step down.
+    make_user("bea", tenant_a, Role.ADMIN)
+    client.get(BASE + "members/")
+    response = client.post(BASE + "members/", {"username": "ada", "role": "operator"})
+    assert messages_of(response) == ["ada is now operator."]
+    assert Membership.objects.get(tenant=tenant_a, user=admin_a).role == Role.OPERATOR
+    assert audit_actions(tenant_a) == [("member.role_set", "ada")]
+
+
+def test_four_eyes_unchanged_is_not_audited(admin_a, tenant_a):
+    client = login(admin_a)
+    client.post(BASE + "four-eyes", {"on": "on"})
+    client.post(BASE + "four-eyes", {"on": "on"})
+    assert Tenant.objects.get(pk=tenant_a.pk).four_eyes_critical is True
+    with in_tenant(tenant_a):
+        events = list(AuditEvent.objects.values_list("action", "before", "after"))
+    assert events == [
+        ("tenant.settings_changed", {"four_eyes_critical": False}, {"four_eyes_critical": True})
+    ]
+
+
+def test_token_with_webhook_shows_its_signing_secret_once(admin_a, tenant_a):
+    from tenancy_app.models import RuntimeToken
+
+    client = login(admin_a)
+    response = client.post(
+        BASE + "tokens/",
+        {"name": "hooked", "role": "runtime", "webhook_url": "https://rt.example/hook"},
+    )
+    assert response.status_code == 200
+    token = RuntimeToken.objects.get()
+    assert token.webhook_secret.startswith("sr_")
+    page = response.content.decode()
+    assert f'data-testid="new-webhook-secret">{token.webhook_secret}</pre>' in page
+    again = client.get(BASE + "tokens/").content.decode()
+    assert token.webhook_secret not in again
+    assert "https://rt.example/hook" in again
+
+
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "file:///etc/passwd", "ftp://x.example/", "not a url"]
+)
+def test_token_webhook_must_be_http(admin_a, tenant_a, url):
+    from tenancy_app.models import RuntimeToken
+
+    client = login(admin_a)
+    response = client.post(BASE + "tokens/", {"name": "hooked", "webhook_url": url})
+    assert response.status_code == 302
+    assert messages_of(response) == [
+        "The webhook URL must be an http or https URL of at most 200 characters."
+    ]
+    assert not RuntimeToken.objects.exists()
+    assert audit_actions(tenant_a) == []
+
+
+def test_token_name_over_100_characters_is_refused(admin_a, tenant_a):
+    from tenancy_app.models import RuntimeToken
+
+    response = login(admin_a).post(BASE + "tokens/", {"name": "x" * 101})
+    assert messages_of(response) == ["A token name has at most 100 characters."]
+    assert not RuntimeToken.objects.exists()
+
+
+def test_create_token_command_prints_the_webhook_secret_on_stderr(tenant_a):
+    import io
+
+    from django.core.management import call_command
+
+    from tenancy_app.models import RuntimeToken
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "create_token", tenant="acme", webhook_url="https://rt.example/h", stdout=out, stderr=err
+    )
+    token = RuntimeToken.objects.get()
+    assert out.getvalue().strip().startswith("sr_")
+    assert err.getvalue().strip() == f"Webhook signing secret: {token.webhook_secret}"

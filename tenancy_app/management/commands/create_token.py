@@ -7,7 +7,10 @@ from tenancy_app.store import TenancyStore
 
 
 class Command(BaseCommand):
-    help = "Create a runtime token and print it (only the token, once)."
+    help = (
+        "Create a runtime token and print it (only the token, once, on stdout); with"
+        " --webhook-url, the webhook signing secret goes to stderr."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--tenant", required=True)
@@ -20,7 +23,9 @@ class Command(BaseCommand):
         if tenant_obj is None:
             raise CommandError(f"No tenant {tenant!r}.")
         with in_tenant(tenant_obj):
-            _, raw = TenancyStore(tenant_obj, Actor.system("manage.py create_token")).create_token(
-                name=name, role=role, webhook_url=webhook_url
-            )
+            token, raw = TenancyStore(
+                tenant_obj, Actor.system("manage.py create_token")
+            ).create_token(name=name, role=role, webhook_url=webhook_url)
         self.stdout.write(raw)
+        if token.webhook_secret:
+            self.stderr.write(f"Webhook signing secret: {token.webhook_secret}")
