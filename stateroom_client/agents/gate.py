@@ -209,7 +209,11 @@ class ApprovalGate:
         """Continue `run_id` from its latest checkpoint (any process, any time)."""
         run = await self.client.get_run(run_id)
         if run.is_terminal:
-            return GateOutcome(run_id, run.task_id, run.status, error=run.error)
+            final = None
+            async for event in self.client.iter_events(run_id):
+                if event.type == "agent.final_output" and isinstance(event.payload, dict):
+                    final = event.payload.get("output")
+            return GateOutcome(run_id, run.task_id, run.status, final_output=final, error=run.error)
         if not run.task_id:
             raise ResumeError(f"Run {run_id} has no task, so no checkpoint.", code="no_checkpoint")
         try:

@@ -114,7 +114,8 @@ def test_approved_call_resumes_in_a_fresh_process_and_the_tool_runs_once(
 
     # A finished run resumed again does nothing.
     again = _resume(server, "pay-1")
-    assert (again.status, again.executed, again.replayed) == ("succeeded", [], [])
+    assert (again.status, again.final_output) == ("succeeded", DONE)
+    assert (again.executed, again.replayed) == ([], [])
     assert refunds_made(refund_log) == ["A-1 1200"]
 
 

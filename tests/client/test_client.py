@@ -230,7 +230,7 @@ def test_approvals_request_wait_decide_once(client, operator):
         "high",
     )
     assert approval.arguments == {"order_id": "A-1", "amount_cents": 1200}
-    assert approval.expires_at == expires.replace(microsecond=approval.expires_at.microsecond)
+    assert approval.expires_at == expires
     run = client.get_run("r-1")
     assert (run.status, run.pending_approval_id) == ("waiting_approval", approval.approval_id)
 
