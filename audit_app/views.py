@@ -16,9 +16,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.jsonview import diff
+from stateroom.pages import keyset_slice, parse_cursor
 from tenancy_app.access import require_role
 from tenancy_app.models import Role, Tenant
-from tenancy_app.scoping import in_tenant
+from tenancy_app.scoping import read_in_chunks
 
 from .actor import Actor
 from .forms import AuditFilterForm
@@ -63,10 +64,6 @@ def target_url(tenant: Tenant, target_type: str, target_id: str) -> str | None:
     return f"/t/{tenant.slug}/" + path.format(id=quote(target_id, safe=""))
 
 
-def _cursor(raw: str | None) -> int | None:
-    return int(raw) if raw and raw.isdigit() else None
-
-
 @require_role(Role.SUPPORT)
 @require_GET
 def log(request):
@@ -75,13 +72,13 @@ def log(request):
     next_cursor = None
     if form.is_valid():
         store = AuditStore(request.tenant, Actor.from_request(request))
-        page = store.list_events(**form.store_filters())
-        cursor = _cursor(request.GET.get("cursor"))
-        if cursor is not None:
-            page = page.filter(seq__lt=cursor)
-        events = list(page.order_by("-seq")[: PAGE_SIZE + 1])
-        if len(events) > PAGE_SIZE:
-            events = events[:PAGE_SIZE]
+        events, more = keyset_slice(
+            store.list_events(**form.store_filters()),
+            cursor=parse_cursor(request.GET.get("cursor")),
+            size=PAGE_SIZE,
+            key="seq",
+        )
+        if more:
             next_cursor = events[-1].seq
     for event in events:
         event.changes = _changes(event)
@@ -134,28 +131,15 @@ def export(request, fmt: str):
 
 
 def _export_rows(tenant: Tenant, actor: Actor, filters: dict) -> Iterator[dict]:
-    """Every matching event in seq order, read chunk by chunk.
+    """Every matching event in seq order, read chunk by chunk (keyset on seq)."""
 
-    The body is produced after the view has returned, outside the request's
-    tenant scope and transaction, so each chunk opens its own (keyset on seq:
-    each chunk is one indexed range scan, however far the export has got).
-    """
-    after = 0
-    while True:
-        with in_tenant(tenant):
-            chunk = list(
-                AuditStore(tenant, actor)
-                .list_events(**filters)
-                .filter(seq__gt=after)
-                .order_by("seq")
-                .values(*EXPORT_FIELDS)[:EXPORT_CHUNK]
-            )
-        for row in chunk:
-            row["created_at"] = row["created_at"].isoformat()
-            yield row
-        if len(chunk) < EXPORT_CHUNK:
-            return
-        after = chunk[-1]["seq"]
+    def read(after: int, size: int) -> list[dict]:
+        events = AuditStore(tenant, actor).list_events(**filters).filter(seq__gt=after)
+        return list(events.order_by("seq").values(*EXPORT_FIELDS)[:size])
+
+    for row in read_in_chunks(tenant, read, key=lambda row: row["seq"], size=EXPORT_CHUNK):
+        row["created_at"] = row["created_at"].isoformat()
+        yield row
 
 
 def _csv_lines(rows: Iterator[dict]) -> Iterator[str]:

@@ -22,7 +22,7 @@ from audit_app.store import AuditStore
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from tenancy_app.models import Tenant
-from tenancy_app.scoping import in_tenant
+from tenancy_app.scoping import in_tenant, read_in_chunks
 
 from .models import Session, SessionItem
 from .store import SessionStore
@@ -88,31 +88,23 @@ def audit_record(event: AuditEvent) -> dict[str, Any]:
 def records(tenant: Tenant, actor: Actor, session: Session) -> Iterator[dict[str, Any]]:
     """The session, its items in seq order, then the audit events about it, its runs, their approvals and effects."""
     yield session_record(session)
-    after = 0
-    while True:
-        with in_tenant(tenant):
-            items = SessionStore(tenant, actor).get_items(
-                session_id=session.session_id, after_seq=after, limit=CHUNK
-            )
-        yield from (item_record(item) for item in items)
-        if len(items) < CHUNK:
-            break
-        after = items[-1].seq
+
+    def items(after: int, size: int) -> list[SessionItem]:
+        return SessionStore(tenant, actor).get_items(
+            session_id=session.session_id, after_seq=after, limit=size
+        )
+
+    for item in read_in_chunks(tenant, items, key=lambda item: item.seq, size=CHUNK):
+        yield item_record(item)
     with in_tenant(tenant):
         about = _audit_targets(tenant, actor, session)
-    after = 0
-    while True:
-        with in_tenant(tenant):
-            events = list(
-                AuditStore(tenant, actor)
-                .list_events()
-                .filter(about, seq__gt=after)
-                .order_by("seq")[:CHUNK]
-            )
-        yield from (audit_record(event) for event in events)
-        if len(events) < CHUNK:
-            break
-        after = events[-1].seq
+
+    def events(after: int, size: int) -> list[AuditEvent]:
+        found = AuditStore(tenant, actor).list_events().filter(about, seq__gt=after)
+        return list(found.order_by("seq")[:size])
+
+    for event in read_in_chunks(tenant, events, key=lambda event: event.seq, size=CHUNK):
+        yield audit_record(event)
 
 
 def _audit_targets(tenant: Tenant, actor: Actor, session: Session) -> Q:

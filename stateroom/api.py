@@ -12,6 +12,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from .errors import StateroomError, Unprocessable
+from .pages import keyset_slice
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (exceptions.ParseError, 400, "malformed_json"),
@@ -141,13 +142,9 @@ def keyset_page(request, queryset, serialize, *, limit: int | None = None) -> Re
     range scan however deep it is (no OFFSET).
     """
     limit = limit or parse_limit(request)
-    cursor = parse_int_param(request, "cursor")
-    if cursor is not None:
-        queryset = queryset.filter(id__lt=cursor)
-    rows = list(queryset.order_by("-id")[: limit + 1])
+    rows, more = keyset_slice(queryset, cursor=parse_int_param(request, "cursor"), size=limit)
     next_url = None
-    if len(rows) > limit:
-        rows = rows[:limit]
+    if more:
         params = request.query_params.copy()
         params["cursor"] = str(rows[-1].id)
         next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")

@@ -1,4 +1,4 @@
-"""Keyset pages for console lists (the API's counterpart is `stateroom.api.keyset_page`).
+"""Keyset pages for console lists; `keyset_slice` is the read the API's `keyset_page` shares.
 
 A page is rows with `id` below the cursor, newest first, plus one extra row
 to know whether a next page exists: one index range scan however deep the
@@ -31,16 +31,26 @@ def parse_cursor(raw: str | None) -> int | None:
     return value if value > 0 else None
 
 
+def keyset_slice(
+    queryset: QuerySet, *, cursor: int | None, size: int, key: str = "id"
+) -> tuple[list[Any], bool]:
+    """Up to `size` rows with `key` below `cursor`, newest first, and whether more follow.
+
+    The one keyset read of the console and the API: one extra row tells
+    whether a next page exists, and each page is one indexed range scan.
+    """
+    if cursor is not None:
+        queryset = queryset.filter(**{f"{key}__lt": cursor})
+    rows = list(queryset.order_by(f"-{key}")[: size + 1])
+    return rows[:size], len(rows) > size
+
+
 def keyset_page(
     queryset: QuerySet, params: QueryDict, *, size: int = PAGE_SIZE, cursor_param: str = "cursor"
 ) -> Page:
-    cursor = parse_cursor(params.get(cursor_param))
-    if cursor is not None:
-        queryset = queryset.filter(id__lt=cursor)
-    rows = list(queryset.order_by("-id")[: size + 1])
-    if len(rows) <= size:
+    rows, more = keyset_slice(queryset, cursor=parse_cursor(params.get(cursor_param)), size=size)
+    if not more:
         return Page(rows, None)
-    rows = rows[:size]
     query = params.copy()
     query[cursor_param] = str(rows[-1].id)
     return Page(rows, query.urlencode())

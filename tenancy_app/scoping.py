@@ -6,8 +6,9 @@ django-scopes scope (ORM layer) and a transaction whose PostgreSQL setting
 `app.tenant_id` the RLS policies read (database layer).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django_scopes import scope, scopes_disabled
@@ -15,7 +16,9 @@ from django_scopes import scope, scopes_disabled
 from .models import Tenant
 from .rls import TENANT_SETTING
 
-__all__ = ["in_tenant", "scopes_disabled", "tenant_transaction"]
+__all__ = ["in_tenant", "read_in_chunks", "scopes_disabled", "tenant_transaction"]
+
+Row = TypeVar("Row")
 
 
 @contextmanager
@@ -54,3 +57,29 @@ def in_tenant(tenant: Tenant, *, atomic: bool = True) -> Iterator[None]:
                 yield
         else:
             yield
+
+
+def read_in_chunks(
+    tenant: Tenant,
+    read: Callable[[Any, int], list[Row]],
+    *,
+    key: Callable[[Row], Any],
+    size: int = 500,
+    start: Any = 0,
+) -> Iterator[Row]:
+    """Every row `read(after, size)` returns, chunk after chunk, for streamed responses.
+
+    A streamed body is produced after the view has returned, outside the
+    request's tenant scope and transaction: each chunk is read in its own
+    short `in_tenant`, so no transaction stays open between chunks. `read`
+    returns the next `size` rows whose keyset position is past `after`, in
+    order; `key(row)` is that position.
+    """
+    after = start
+    while True:
+        with in_tenant(tenant):
+            chunk = read(after, size)
+        yield from chunk
+        if len(chunk) < size:
+            return
+        after = key(chunk[-1])
