@@ -78,6 +78,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
                 raise RuntimeError(f"page does not show {page.expect!r}")
             sample = Sample()
             counts: list[int] = []
+            db_times: list[float] = []
             import time
 
             started = time.perf_counter()
@@ -87,20 +88,26 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
                     response = client.get(page.path)
                     sample.durations.append(time.perf_counter() - t0)
                 counts.append(len(ctx.captured_queries))
+                db_times.append(sum(float(q["time"]) for q in ctx.captured_queries))
                 if response.status_code != 200:
                     raise RuntimeError(f"answered {response.status_code} while timing")
             sample.elapsed = time.perf_counter() - started
             row.update(sample.summary())
+            row["db_p50_ms"] = round(Sample(db_times).p50_ms, 2)
             row["queries"] = counts[0]
             row["queries_constant"] = len(set(counts)) == 1
             row["bytes"] = len(response.content)
             row["met"] = sample.p95_ms < P95_TARGET_MS and row["queries_constant"]
-            row["sql"] = [q["sql"][:400] for q in ctx.captured_queries]
+            row["sql"] = [
+                {"ms": round(float(q["time"]) * 1000, 2), "sql": q["sql"][:600]}
+                for q in ctx.captured_queries
+            ]
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"[:500]
             row["met"] = False
         log(
-            f"  {page.name}: p50 {row.get('p50_ms')} ms, p95 {row.get('p95_ms')} ms,"
+            f"  {page.name}: p50 {row.get('p50_ms')} ms (SQL {row.get('db_p50_ms')} ms),"
+            f" p95 {row.get('p95_ms')} ms,"
             f" {row.get('queries')} queries{' ERROR ' + row['error'] if 'error' in row else ''}"
         )
         results.append(row)

@@ -54,7 +54,8 @@ class RawFloor:
         self.conn = conn
         self.tenant = tenant_pk
         self.t = tables()
-        self.statements = 0  # SQL statements sent, BEGIN/COMMIT not counted (as in Django's count)
+        # Round trips, BEGIN and COMMIT included, as Django's CaptureQueriesContext counts them.
+        self.statements = 0
 
     def _x(self, cur: psycopg.Cursor, sql: str, params: Any = None) -> psycopg.Cursor:
         self.statements += 1
@@ -291,6 +292,7 @@ class _TenantTx:
         self.floor = floor
 
     def __enter__(self) -> psycopg.Cursor:
+        self.floor.statements += 2  # BEGIN, COMMIT (or ROLLBACK)
         self._tx = self.floor.conn.transaction()
         self._tx.__enter__()
         self._cur = self.floor.conn.cursor()

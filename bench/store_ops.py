@@ -55,6 +55,7 @@ class Op:
     # A Django call counted with CaptureQueriesContext, and the raw floor's statement count.
     stateroom_queries: int = 0
     raw_queries: int = 0
+    stateroom_sql: list[str] | None = None
 
 
 def build_ops(cat: Catalogue, floor: RawFloor, tag: str) -> list[Op]:
@@ -184,6 +185,9 @@ def count_queries(op: Op, floor: RawFloor) -> None:
         op.stateroom(10**6)
         op.stateroom(10**6 + 1)
     op.stateroom_queries = len(ctx.captured_queries)
+    # The statements of the second call (the first may differ: e.g. a new effect key).
+    half = len(ctx.captured_queries) // 2
+    op.stateroom_sql = [q["sql"][:160] for q in ctx.captured_queries[half:]]
     before = floor.statements
     op.raw(10**6)
     op.raw(10**6 + 1)
@@ -221,6 +225,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
                     "met": ratio >= TARGET_RATIO,
                     "stateroom_queries_per_call": op.stateroom_queries / 2,
                     "raw_queries_per_call": op.raw_queries / 2,
+                    "stateroom_sql": op.stateroom_sql,
                 }
             )
     return {"operations": results}
