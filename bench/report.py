@@ -356,6 +356,19 @@ def _header(results: dict) -> list[str]:
             + ". Audit events form valid hash chains (`manage.py verify_audit` passes)."
         )
         lines.append("")
+    loads = {
+        name: section["load_average_1min"]
+        for name, section in results.get("sections", {}).items()
+        if "load_average_1min" in section
+    }
+    if loads:
+        lines.append(
+            f"**Machine load** (1-minute load average at the start → end of each section, on"
+            f" {m['cores']} cores; the bench itself adds about 1-2): "
+            + ", ".join(f"{name} {a:.1f} → {b:.1f}" for name, (a, b) in loads.items())
+            + "."
+        )
+        lines.append("")
     if scale["name"] != "default":
         lines.append(
             f"**Note: this is the `{scale['name']}` scale (factor {scale['factor']:g}), not the"

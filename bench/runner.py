@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -44,6 +45,7 @@ def write_marker(url: str, scale: Scale, info: dict) -> None:
 
 def _section(name: str, fn: Callable[[], dict], log: Callable[[str], None]) -> dict:
     log(f"section {name} ...")
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     try:
         result = fn()
@@ -51,6 +53,8 @@ def _section(name: str, fn: Callable[[], dict], log: Callable[[str], None]) -> d
         log(f"section {name} FAILED: {exc!r}")
         result = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
     result["seconds"] = round(time.perf_counter() - started, 1)
+    # Other work on the machine skews every number: say how busy it was.
+    result["load_average_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     log(f"section {name} done in {result['seconds']} s")
     return result
 
