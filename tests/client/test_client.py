@@ -71,6 +71,9 @@ def test_sessions_create_get_list_and_lifecycle(client):
     renewed = client.heartbeat_session("s-1", lease_seconds=3600)
     assert renewed.lease_until > session.lease_until
 
+    generated = client.create_session(user_id="u-9")  # the server picks the id
+    assert generated.session_id and client.get_session(generated.session_id) == generated
+
     closed = client.close_session("s-1", reason="done")
     assert closed.status == "closed"
     with pytest.raises(Conflict) as refused:
@@ -187,9 +190,13 @@ def test_runs_create_transition_and_events(client):
     assert terminal.value.code == "invalid_transition"
 
     client.create_run(run_id="r-2", session_id="s-1")
+    generated = client.create_run()
+    assert generated.run_id and client.get_run(generated.run_id).status == "created"
     assert [r.run_id for r in client.list_runs(status="failed")] == ["r-1"]
     assert sorted(r.run_id for r in client.list_runs(session_id="s-1")) == ["r-1", "r-2"]
-    assert sorted(r.run_id for r in client.iter_runs(page_size=1)) == ["r-1", "r-2"]
+    assert sorted(r.run_id for r in client.iter_runs(page_size=1)) == sorted(
+        ["r-1", "r-2", generated.run_id]
+    )
 
     appended = client.append_events(
         "r-2", [{"type": "step", "node_id": "n1", "payload": {"i": i}} for i in range(3)]
@@ -337,6 +344,8 @@ def test_tasks_state_and_checkpoints(client):
         "active",
     )
     assert client.get_task("t-1") == task
+    generated = client.create_task(objective="no id given")
+    assert generated.task_id and client.get_task(generated.task_id).objective == "no id given"
     saved = client.save_task_state(
         "t-1",
         expected_version=1,
