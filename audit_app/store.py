@@ -25,15 +25,20 @@ class AuditStore(BaseStore):
     ) -> QuerySet[AuditEvent]:
         """Events of this tenant, unordered; callers keyset on `seq`.
 
-        `actor` matches part of the actor label, `action` a prefix
-        (`approval.` finds every approval decision), the rest exactly;
-        `created_to` is exclusive.
+        `actor` matches part of the actor label; `action` is a full action
+        (`approval.approved`, matched exactly, an index range scan in seq
+        order) or a namespace (`approval` or `approval.`: every approval
+        event); the rest match exactly; `created_to` is exclusive.
         """
         events = AuditEvent.objects.filter(tenant=self.tenant)
         if actor:
             events = events.filter(actor_label__icontains=actor)
         if action:
-            events = events.filter(action__startswith=action)
+            namespace, dot, name = action.partition(".")
+            if dot and name:
+                events = events.filter(action=action)
+            else:
+                events = events.filter(action__startswith=namespace + ".")
         if target_type:
             events = events.filter(target_type=target_type)
         if target_id:

@@ -199,12 +199,6 @@ def test_runtime_hot_queries_use_indexes(bench_data):
             "audit/?action=approval.approved",
             "audit_action_idx",
             "approval.approved",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="audit log filters with action LIKE 'x%' (startswith), which a btree"
-                " index cannot serve outside the C collation: the whole tenant's audit is read"
-                " (reported to CONSOLE-OPS; an exact match or a pattern-ops index fixes it)",
-            ),
         ),
     ],
     ids=["approval-inbox", "sessions-by-status", "timeline-page", "audit-filter"],
