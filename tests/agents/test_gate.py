@@ -15,15 +15,16 @@ import time
 from datetime import timedelta
 
 import pytest
+from agents import Agent
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient
-from stateroom_client.agents import ApprovalGate, GateOutcome
+from stateroom_client.agents import ApprovalGate, GateOutcome, Reply, ScriptedModel, ToolCall
 from tenancy_app.scoping import in_tenant
 
-from .payments import build_agent, refunds_made, risk
+from .payments import build_agent, issue_refund, refunds_made, risk
 
 CALL = "scripted-u1-s0-0"  # the scripted model's first tool call in a conversation
 REFUND = "Refund 1200 cents on order A-1"
@@ -288,3 +289,50 @@ def test_the_gate_waits_for_a_decision_made_while_it_long_polls(server, client, 
 
 def run_in_loop(factory):
     return asyncio.run(factory())
+
+
+def test_two_calls_in_one_turn_are_asked_one_after_the_other(server, client, operator, refund_log):
+    agent = Agent(
+        name="payments",
+        model=ScriptedModel(
+            [
+                [
+                    ToolCall("issue_refund", {"order_id": "A-1", "amount_cents": 1200}),
+                    ToolCall("issue_refund", {"order_id": "B-2", "amount_cents": 300}),
+                ],
+                Reply(lambda view: " | ".join(view.outputs)),
+            ]
+        ),
+        tools=[issue_refund],
+    )
+    first, second = "pay-8:scripted-u1-s0-0", "pay-8:scripted-u1-s0-1"
+
+    async def step(resume: bool) -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            gate = ApprovalGate(aclient, agent, risk_policy=risk)
+            if resume:
+                return await gate.resume("pay-8", wait=False)
+            return await gate.run("Refund both orders", run_id="pay-8", wait=False)
+
+    started = asyncio.run(step(resume=False))
+    assert [(a.approval_id, a.status) for a in started.approvals] == [(first, "pending")]
+    # A run waits on one approval at a time: the second is asked once the first is decided.
+    assert [a.approval_id for a in client.list_approvals(run_id="pay-8")] == [first]
+
+    operator.decide_approval(first, decision="approve", reason="ok")
+    waiting = asyncio.run(step(resume=True))
+    assert [(a.approval_id, a.status) for a in waiting.approvals] == [
+        (first, "approved"),
+        (second, "pending"),
+    ]
+    assert (second, "low") in [(a.approval_id, a.risk) for a in client.list_approvals()]
+    assert refunds_made(refund_log) == []  # nothing runs until every call is decided
+
+    operator.decide_approval(second, decision="reject", reason="Already refunded")
+    done = asyncio.run(step(resume=True))
+    assert (done.status, done.final_output) == (
+        "succeeded",
+        "Refunded 1200 cents on order A-1. | Already refunded",
+    )
+    assert done.executed == ["scripted-u1-s0-0"]
+    assert refunds_made(refund_log) == ["A-1 1200"]
