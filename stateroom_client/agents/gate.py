@@ -26,6 +26,10 @@ approvals on the server. Tools made with `idempotent_tool` record their effect
 under `<run_id>:<tool_call_id>` and commit it, so a call that already happened
 is answered from the ledger on resume instead of running twice.
 
+An approval with edited arguments (`approved_arguments`) is not run with the
+model's arguments: the model is told which arguments were approved, as a
+rejection message, and may call the tool again with them (a new approval).
+
 Endings: a rejection is sent to the model as the tool's output and the run
 goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
 `failed` with `error.code == "approval_rejected"` and the reason
@@ -391,7 +395,19 @@ class ApprovalGate:
                 "tool_name": approval.tool_name,
                 "decided_by": approval.decided_by,
             }
-            if approval.status == "approved":
+            edited = approval.approved_arguments
+            if approval.status == "approved" and edited not in (None, call["arguments"]):
+                # The SDK can only run the call the model made. Running it with
+                # the original arguments would overrule the operator, so the
+                # model is told what was approved and may call again with it.
+                state.reject(
+                    item,
+                    rejection_message=(
+                        f"Approved only with these arguments: {json.dumps(edited)}. "
+                        "Call the tool again with them if that is still right."
+                    ),
+                )
+            elif approval.status == "approved":
                 state.approve(item)
             elif approval.status == "rejected" and self.on_rejection == "continue":
                 state.reject(

@@ -336,3 +336,22 @@ def test_two_calls_in_one_turn_are_asked_one_after_the_other(server, client, ope
     )
     assert done.executed == ["scripted-u1-s0-0"]
     assert refunds_made(refund_log) == ["A-1 1200"]
+
+
+def test_approved_with_edited_arguments_does_not_run_the_original_call(
+    server, client, operator, refund_log
+):
+    _start(server, "pay-9")
+    operator.decide_approval(
+        f"pay-9:{CALL}",
+        decision="approve",
+        reason="Half is fair",
+        approved_arguments={"order_id": "A-1", "amount_cents": 600},
+    )
+    outcome = _resume(server, "pay-9")
+    assert (outcome.status, outcome.executed) == ("succeeded", [])
+    assert outcome.final_output == (
+        'Outcome: Approved only with these arguments: {"order_id": "A-1", "amount_cents": 600}.'
+        " Call the tool again with them if that is still right."
+    )
+    assert refunds_made(refund_log) == []
