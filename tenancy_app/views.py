@@ -1,14 +1,20 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit_app.actor import Actor
+from effects_app.models import EffectStatus
+from effects_app.store import EffectStore
+from runs_app.store import RunStateStore
 from sessions_app import retention
+from sessions_app.store import SessionStore
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
+from tasks_app.store import TaskStateStore
 
 from .access import require_role
 from .forms import FourEyesForm, LegalHoldForm, MemberForm, RetentionForm
@@ -38,7 +44,24 @@ def home(request):
 
 @require_GET
 def tenant_home(request):
-    return render(request, "tenancy/home.html")
+    """What needs a person now, and what is going on: counts by status, each a link to its list."""
+    actor = Actor.from_request(request)
+
+    def by_status(queryset) -> dict[str, int]:
+        rows = queryset.order_by().values_list("status").annotate(n=Count("id"))
+        return dict(rows)
+
+    sessions = by_status(SessionStore(request.tenant, actor).list_sessions())
+    runs = by_status(RunStateStore(request.tenant, actor).list_runs())
+    tasks = by_status(TaskStateStore(request.tenant, actor).list_tasks())
+    unknown_effects = (
+        EffectStore(request.tenant, actor).list_effects(status=EffectStatus.UNKNOWN).count()
+    )
+    return render(
+        request,
+        "tenancy/home.html",
+        {"sessions": sessions, "runs": runs, "tasks": tasks, "unknown_effects": unknown_effects},
+    )
 
 
 @require_role(Role.ADMIN)
