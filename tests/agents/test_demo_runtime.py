@@ -159,6 +159,10 @@ def test_demo_tokens_replace_the_previous_runtimes(tenant_a, tenant_b):
     assert demo.parse_tokens(f"acme={second['acme']},globex={second['globex']}") == second
 
 
+def test_demo_tokens_only_for_the_demo_tenants_that_exist(tenant_a):
+    assert sorted(live.runtime_tokens()) == ["acme"]
+
+
 def test_the_runtime_reaches_the_server_runserver_serves():
     assert live.local_url("127.0.0.1:8000") == "http://127.0.0.1:8000"
     assert live.local_url("0.0.0.0:9000") == "http://127.0.0.1:9000"

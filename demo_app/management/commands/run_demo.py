@@ -30,8 +30,11 @@ class Command(BaseCommand):
         for slug, _ in DEMO_TENANTS:
             for role in DEMO_ROLES:
                 self.stdout.write(f"    {demo_username(slug, role)}")
-        if not no_runtime:
-            start_runtime(local_url(addr), runtime_tokens(), cap=cap)
+        tokens = {} if no_runtime else runtime_tokens()
+        if not no_runtime and not tokens:
+            self.stdout.write("  No demo tenants yet (run `manage.py load_demo`): no agents.")
+        if tokens:
+            start_runtime(local_url(addr), tokens, cap=cap)
             start_beat()
             self.stdout.write(
                 "  Agents: a support assistant, a payments agent (refunds wait in the approvals"
