@@ -1,9 +1,8 @@
 """Data for the EXPLAIN checks: two tenants with enough rows that a missing index shows.
 
-Loaded once per module with the bench's own generator (bench/generate.py) on
-Django's cursor, inside a module-wide transaction that is rolled back at the
-end (each test's own transaction nests inside it as a savepoint, as in
-Django's TestCase.setUpTestData), then ANALYZEd so the planner knows the sizes.
+Loaded with the bench's own generator (bench/generate.py) on Django's
+cursor, inside the test's transaction, then ANALYZEd so the planner knows
+the sizes (ANALYZE sees the transaction's own rows).
 """
 
 import dataclasses
@@ -11,7 +10,7 @@ import dataclasses
 import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from bench import generate
@@ -68,51 +67,43 @@ def tenant_tables() -> set[str]:
     }
 
 
-@pytest.fixture(scope="module")
-def bench_data(django_db_setup, django_db_blocker):
-    """(tenant, admin user) of the big tenant; a second tenant shares the tables."""
-    with django_db_blocker.unblock():
-        if connection.vendor != "postgresql":
-            yield None
-            return
-        outer = transaction.atomic()
-        outer.__enter__()
-        try:
-            now = timezone.now()
-            user = get_user_model().objects.create_user(username="explain-admin")
-            tenants = [
-                Tenant.objects.create(slug=f"explain-{n}", name=f"Explain {n}") for n in "ab"
-            ]
-            Membership.objects.create(user=user, tenant=tenants[0], role=Role.ADMIN)
-            scales = dict(zip(tenants, [SCALE, BIG], strict=True))
-            chains = {
-                t: generate.audit_rows(t.pk, scale.audit_per_tenant, user.pk, now)
-                for t, scale in scales.items()
-            }
-            # Interleaved like the bench's own load, so each tenant's rows are spread
-            # over the tables as in a real database (see generate.load_tenant_rows).
-            for phase in generate.PHASES:
-                for chunk in range(CHUNKS):
-                    for tenant, scale in scales.items():
-                        with in_tenant(tenant), connection.cursor() as cursor:
-                            generate.load_tenant_rows(
-                                cursor,
-                                tenant.pk,
-                                scale,
-                                audit_rows=chains[tenant],
-                                main=tenant == tenants[0],
-                                now=now,
-                                phase=phase,
-                                part=(chunk, CHUNKS),
-                            )
-                with connection.cursor() as cursor:
-                    cursor.execute("ANALYZE " + ", ".join(sorted(tenant_tables())))
-            with connection.cursor() as cursor:
-                # Run the deferred foreign-key checks of the load now, once: else every
-                # test's teardown (Django checks constraints) would run them again.
-                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-            yield tenants[0], user
-        finally:
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
+@pytest.fixture
+def bench_data(db):
+    """(tenant, admin user) of the checked tenant; a bigger second tenant shares the tables.
+
+    Loaded in the test's own transaction (rolled back after it). One test uses
+    it, so under pytest-xdist the load happens once, on one worker.
+    """
+    now = timezone.now()
+    user = get_user_model().objects.create_user(username="explain-admin")
+    tenants = [Tenant.objects.create(slug=f"explain-{n}", name=f"Explain {n}") for n in "ab"]
+    Membership.objects.create(user=user, tenant=tenants[0], role=Role.ADMIN)
+    scales = dict(zip(tenants, [SCALE, BIG], strict=True))
+    chains = {
+        t: generate.audit_rows(t.pk, scale.audit_per_tenant, user.pk, now)
+        for t, scale in scales.items()
+    }
+    # Interleaved like the bench's own load, so each tenant's rows are spread
+    # over the tables as in a real database (see generate.load_tenant_rows).
+    for phase in generate.PHASES:
+        for chunk in range(CHUNKS):
+            for tenant, scale in scales.items():
+                with in_tenant(tenant), connection.cursor() as cursor:
+                    generate.load_tenant_rows(
+                        cursor,
+                        tenant.pk,
+                        scale,
+                        audit_rows=chains[tenant],
+                        main=tenant == tenants[0],
+                        now=now,
+                        phase=phase,
+                        part=(chunk, CHUNKS),
+                    )
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE " + ", ".join(sorted(tenant_tables())))
+    with connection.cursor() as cursor:
+        # Run the load's deferred foreign-key checks now, while the statistics are
+        # fresh (Django runs them at teardown otherwise, much slower).
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    return tenants[0], user

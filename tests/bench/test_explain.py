@@ -127,88 +127,93 @@ def check(queries: list[dict], *, uses: str | set[str], what: str) -> None:
     )
 
 
-def test_unindexed_query_is_caught(bench_data):
-    tenant_a, _ = bench_data
-    """The control: a filter no index serves is caught (here: the tenant's FK index + Filter)."""
-    with in_tenant(tenant_a), CaptureQueriesContext(connection) as ctx:
+def control_scans(tenant, *, index_scans: bool) -> list[list[str]]:
+    """What `full_scans` finds for a filter no index serves (the controls)."""
+    with in_tenant(tenant), CaptureQueriesContext(connection) as ctx:
         with connection.cursor() as cursor:
+            if not index_scans:
+                cursor.execute("SET LOCAL enable_indexscan = off")
+                cursor.execute("SET LOCAL enable_bitmapscan = off")
             cursor.execute(
                 "SELECT id FROM sessions_app_sessionitem WHERE tenant_id = %s"
                 " AND payload->>'tokens' = '7' LIMIT 50",
-                [tenant_a.pk],
+                [tenant.pk],
             )
-        plans = explained(ctx.captured_queries)
-    assert [full_scans(plan) for _, plan in plans] == [
-        ["Bitmap Heap Scan on sessions_app_sessionitem (the whole tenant)"]
-    ]
+        plans = explained(ctx.captured_queries[0 if index_scans else 2 :])
+        if not index_scans:  # SET LOCAL lasts until the end of the test's transaction
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL enable_indexscan = on")
+                cursor.execute("SET LOCAL enable_bitmapscan = on")
+    return [full_scans(plan) for _, plan in plans]
 
 
-def test_seq_scan_is_caught(bench_data):
-    tenant_a, _ = bench_data
-    """The control for plain Seq Scans: the same query with index scans off."""
-    with in_tenant(tenant_a), CaptureQueriesContext(connection) as ctx:
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_indexscan = off")
-            cursor.execute("SET LOCAL enable_bitmapscan = off")
-            cursor.execute(
-                "SELECT id FROM sessions_app_sessionitem WHERE tenant_id = %s"
-                " AND payload->>'tokens' = '7' LIMIT 50",
-                [tenant_a.pk],
-            )
-        plans = explained(ctx.captured_queries[2:])
-    assert [full_scans(plan) for _, plan in plans] == [["Seq Scan on sessions_app_sessionitem"]]
-
-
-def test_runtime_hot_queries_use_indexes(bench_data):
-    tenant_a, _ = bench_data
+def runtime_checks(tenant) -> list[tuple[str, str | set[str], list[dict]]]:
+    """(what, index it must use, captured queries) of the runtime hot paths."""
     actor = Actor("token", "1", "token:test")
-    sessions = SessionStore(tenant_a, actor)
-    runs = RunStateStore(tenant_a, actor)
+    sessions = SessionStore(tenant, actor)
+    runs = RunStateStore(tenant, actor)
     item = {"role": "user", "item_type": "message", "payload": {"text": "hi"}}
-    with in_tenant(tenant_a):
+    out = []
+    with in_tenant(tenant):
         with CaptureQueriesContext(connection) as ctx:
             sessions.append_items(session_id=pid("sess", 0), items=[item], idempotency_key="k-1")
-        check(ctx.captured_queries, uses="session_public_id_uniq", what="append items")
+        out.append(
+            ("append items (seq allocation)", "session_public_id_uniq", ctx.captured_queries)
+        )
 
         with CaptureQueriesContext(connection) as ctx:
             items = sessions.get_items(session_id=TIMELINE_SESSION, limit=50, before_seq=10**9)
         assert [i.seq for i in items] == list(range(4951, 5001))
-        check(ctx.captured_queries, uses="item_session_seq_uniq", what="read last 50 items")
+        out.append(("read last 50 items", "item_session_seq_uniq", ctx.captured_queries))
 
         run = runs.list_runs(status="running").order_by("id").first()
         with CaptureQueriesContext(connection) as ctx:
             runs.compare_and_set(
                 run_id=run.run_id, expected_version=run.version, changes={"turn_index": 9}
             )
-        check(ctx.captured_queries, uses="run_public_id_uniq", what="run compare-and-set")
+        out.append(("run compare-and-set", "run_public_id_uniq", ctx.captured_queries))
+    return out
 
 
-@pytest.mark.parametrize(
-    ("path", "index", "expect"),
-    [
-        # Each fetches exactly the tenant's pending ones; the planner may take any
-        # and sort them (pending approvals are few by nature).
-        (
-            "approvals/",
-            {"approval_inbox_idx", "approval_expiry_idx", "approval_one_pending_per_run"},
-            "apr_",
-        ),
-        ("sessions/?status=active", "session_status_id_idx", "sess_"),
-        (f"sessions/{TIMELINE_SESSION}/?before_seq=2500", "item_session_seq_uniq", "2499"),
-        pytest.param(
-            "audit/?action=approval.approved",
-            "audit_action_idx",
-            "approval.approved",
-        ),
-    ],
-    ids=["approval-inbox", "sessions-by-status", "timeline-page", "audit-filter"],
-)
-def test_console_pages_use_indexes(bench_data, path, index, expect):
-    tenant_a, admin_a = bench_data
-    client = login(admin_a)
-    with CaptureQueriesContext(connection) as ctx:
-        response = client.get(f"/t/{tenant_a.slug}/{path}")
-    assert response.status_code == 200
-    assert expect in response.content.decode()
-    with in_tenant(tenant_a):
-        check(ctx.captured_queries, uses=index, what=path)
+# (console path under /t/<slug>/, index the page's main query must use, text it shows)
+PAGES = [
+    # Each fetches exactly the tenant's pending approvals; the planner may take
+    # any and sort them (pending approvals are few by nature).
+    (
+        "approvals/",
+        {"approval_inbox_idx", "approval_expiry_idx", "approval_one_pending_per_run"},
+        "apr_",
+    ),
+    ("sessions/?status=active", "session_status_id_idx", "sess_"),
+    (f"sessions/{TIMELINE_SESSION}/?before_seq=2500", "item_session_seq_uniq", "2499"),
+    ("audit/?action=approval.approved", "audit_action_idx", "approval.approved"),
+]
+
+
+def test_hot_queries_use_indexes(bench_data):
+    """One test (one data load, one xdist worker); every failing check is reported."""
+    tenant, admin = bench_data
+
+    # The controls: the checker does catch a scan of the whole tenant and a Seq Scan.
+    assert control_scans(tenant, index_scans=True) == [
+        ["Bitmap Heap Scan on sessions_app_sessionitem (the whole tenant)"]
+    ]
+    assert control_scans(tenant, index_scans=False) == [["Seq Scan on sessions_app_sessionitem"]]
+
+    checks = runtime_checks(tenant)
+    client = login(admin)
+    for path, index, expect in PAGES:
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.get(f"/t/{tenant.slug}/{path}")
+        assert response.status_code == 200, path
+        assert expect in response.content.decode(), path
+        checks.append((path, index, ctx.captured_queries))
+
+    failures = []
+    with in_tenant(tenant):
+        for what, index, queries in checks:
+            try:
+                check(queries, uses=index, what=what)
+            except AssertionError as exc:
+                failures.append(str(exc))
+    assert not failures, "\n\n".join(failures)
