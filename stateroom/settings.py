@@ -204,6 +204,7 @@ CONTENT_SECURITY_POLICY = {
 STATEROOM_MAX_BODY_BYTES = env_int("STATEROOM_MAX_BODY_BYTES", 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = STATEROOM_MAX_BODY_BYTES
 STATEROOM_LONG_POLL_MAX_SECONDS = 30
+STATEROOM_API_RATE = os.environ.get("STATEROOM_API_RATE") or None  # e.g. "100/second"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy_app.auth.BearerTokenAuthentication"],
@@ -213,7 +214,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "stateroom.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_THROTTLE_RATES": {"runtime": os.environ.get("STATEROOM_API_RATE") or None},
+    # Per token; off unless STATEROOM_API_RATE is set (then 429 with Retry-After).
+    "DEFAULT_THROTTLE_CLASSES": ["tenancy_app.auth.TokenRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Stateroom runtime API",

@@ -4,7 +4,8 @@ The token is resolved by TenantMiddleware (which needs the tenant before the
 view runs, to enter its scope); this class only reports the result to DRF.
 """
 
-from rest_framework import authentication, exceptions, permissions
+from django.conf import settings
+from rest_framework import authentication, exceptions, permissions, throttling
 
 from .models import TokenRole
 
@@ -50,3 +51,22 @@ class IsOperatorToken(permissions.BasePermission):
             isinstance(request.user, TokenPrincipal)
             and request.user.token.role == TokenRole.OPERATOR
         )
+
+
+class TokenRateThrottle(throttling.SimpleRateThrottle):
+    """Per-token request rate (`STATEROOM_API_RATE`, e.g. `100/second`); off when unset.
+
+    Counts live in Django's cache: configure a shared cache (Redis) when
+    running several web processes, or each process counts on its own.
+    """
+
+    scope = "runtime"
+
+    def get_rate(self):
+        # Read per request, so the setting can change without re-importing views.
+        return settings.STATEROOM_API_RATE
+
+    def get_cache_key(self, request, view):
+        if not isinstance(request.user, TokenPrincipal):
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
