@@ -18,6 +18,9 @@ from tenancy_app.base_store import BaseStore
 from .models import TERMINAL_TASK_STATUSES, Task, TaskCheckpoint, TaskStatus
 from .state import DurableTaskState, canonical_json, ensure_domain_data
 
+_TERMINAL = sorted(TERMINAL_TASK_STATUSES)
+assert len(_TERMINAL) == 3  # the placeholders in _next_checkpoint_seq
+
 __all__ = ["DurableTaskState", "TaskStateStore"]
 
 # Non-terminal statuses move freely between each other and to any terminal one;
@@ -227,12 +230,20 @@ class TaskStateStore(BaseStore):
             cursor.execute(
                 f"UPDATE {table} SET last_checkpoint_seq = last_checkpoint_seq + 1, "
                 "latest_checkpoint_id = %s, schema_version = %s, updated_at = %s "
-                "WHERE id = %s AND tenant_id = %s RETURNING last_checkpoint_seq",
-                [checkpoint_id, schema_version, now, task.pk, self.tenant.pk],
+                "WHERE id = %s AND tenant_id = %s AND status NOT IN (%s, %s, %s) "
+                "RETURNING last_checkpoint_seq",
+                [checkpoint_id, schema_version, now, task.pk, self.tenant.pk, *_TERMINAL],
             )
             row = cursor.fetchone()
         if row is None:
-            raise NotFound("No such task.", details={"task_id": task.task_id})
+            # The status was checked before, but a concurrent save may have
+            # finished the task since: the UPDATE re-checks it under the lock.
+            task.refresh_from_db(fields=["status"])
+            raise Conflict(
+                f"The task is {task.status}; it takes no more checkpoints.",
+                code="invalid_transition",
+                details={"status": task.status},
+            )
         return row[0]
 
     @staticmethod

@@ -3,9 +3,11 @@ import threading
 
 import pytest
 
+from audit_app.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.state import DurableTaskState, ensure_domain_data
+from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 
 
@@ -406,3 +408,20 @@ def test_list_tasks_filters_by_status(tenant_a, task_store, make_task):
         assert list(store.list_tasks(status="waiting").values_list("task_id", flat=True)) == ["T-8"]
         with pytest.raises(Unprocessable):
             store.list_tasks(status="bogus")
+
+
+def test_checkpoint_is_refused_when_a_concurrent_save_finished_the_task(tenant_a):
+    with in_tenant(tenant_a):
+        store = TaskStateStore(tenant_a, Actor.system("test"))
+        task = store.create(task_id="race", objective="o")
+        seen_active = store.load("race")
+        store.save(task_id="race", expected_version=task.version, status="completed")
+        # The status check saw the task active; a save finished it before our UPDATE.
+        store.load = lambda task_id: seen_active
+        with pytest.raises(Conflict) as refusal:
+            store.append_checkpoint(task_id="race", schema_version=1, state={"k": 1})
+        assert (refusal.value.code, refusal.value.details) == (
+            "invalid_transition",
+            {"status": "completed"},
+        )
+        assert not TaskCheckpoint.objects.filter(task__task_id="race").exists()
