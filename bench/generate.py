@@ -906,9 +906,21 @@ def generate(url: str, scale: Scale, log: Callable[[str], None]) -> dict:
     log("VACUUM ANALYZE ...")
     with connect(url) as conn:
         conn.execute("VACUUM ANALYZE")
+    vacuumed = time.perf_counter() - started - loaded
+    log("verifying every tenant's audit chain (what manage.py verify_audit does) ...")
+    from audit_app.services import verify_chain
+
+    broken = []
+    for tenant in tenants:
+        with in_tenant(tenant):
+            if verify_chain(tenant) is not None:
+                broken.append(tenant.slug)
+    if broken:
+        raise RuntimeError(f"generated audit chains do not verify: {broken}")
     return {
         "load_seconds": round(loaded, 1),
-        "vacuum_analyze_seconds": round(time.perf_counter() - started - loaded, 1),
+        "vacuum_analyze_seconds": round(vacuumed, 1),
+        "audit_chains_verified": f"{len(tenants)}/{len(tenants)}",
     }
 
 
