@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from kombu import pools as kombu_pools
 
 from audit_app.models import AuditEvent
 from runs_app.models import RunEvent
@@ -49,11 +50,15 @@ def redis_reachable(url: str) -> bool:
 
 
 def _reset_producer() -> None:
-    """Drop the app's cached broker pool and routing, so a conf change takes effect."""
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
-        celery_app._pool = None
+    """Drop the app's cached broker pool and routing, so a conf change takes effect.
+
+    Celery's pool is kombu's global pool for the broker URL: closing it without
+    clearing kombu's registry left a closed pool for the next send to the same
+    URL ("Acquire on closed pool").
+    """
+    celery_app._pool = None
     celery_app.__dict__.pop("amqp", None)
+    kombu_pools.reset()
 
 
 @contextmanager
