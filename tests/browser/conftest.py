@@ -1,7 +1,10 @@
 """Browser fixtures: headless Chromium through Playwright's sync API.
 
 Fixtures (keep the names stable, other test modules use them):
-- `browser`: session-scoped Chromium (skips locally / fails in CI without it).
+- `browser`: module-scoped Chromium (skips locally / fails in CI without it).
+  Not session-scoped: Playwright's sync API keeps an event loop running in the
+  main thread while it is open, which breaks `asyncio.run` in any later test
+  of the same (xdist) worker.
 - `page`: a fresh browser context and page per test (1280x800), closed after.
 - `new_page`: factory for more pages, each in its own context (a second person).
 - `console_login(page, live_server, username)`: logs in through the login form
@@ -45,7 +48,7 @@ def _chromium_path() -> str | None:
     return os.environ.get("STATEROOM_CHROMIUM") or shutil.which("chromium")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def _playwright():
     executable = _chromium_path()
     if not executable:
@@ -56,7 +59,7 @@ def _playwright():
         yield playwright
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(_playwright):
     browser = _playwright.chromium.launch(
         executable_path=_chromium_path(), headless=True, args=CHROMIUM_ARGS
