@@ -69,9 +69,11 @@ class RetryPolicy:
     max_backoff: float = 5.0
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), 30.0)
         base = min(self.backoff * (2**attempt), self.max_backoff)
+        if retry_after is not None:
+            # The server's hint, but never less than the backoff: a sub-second
+            # wait can arrive rounded down to "Retry-After: 0".
+            return min(max(retry_after, base), 30.0)
         return base * (0.5 + random.random() / 2)  # jitter: racing clients spread out
 
 

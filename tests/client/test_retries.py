@@ -131,3 +131,16 @@ def test_connect_errors_retry_idempotent_calls_only():
         with pytest.raises(TransportError):
             c.transition_run("r-1", expected_version=1, status="running")
     assert writes.attempts == 1
+
+
+def test_the_servers_rate_limit_is_a_typed_error_and_writes_are_not_retried(server, settings):
+    settings.STATEROOM_API_RATE = "2/minute"  # the live server reads it per request
+    attempts = CountingTransport()
+    with StateroomClient(server.url, server.token, transport=attempts, backoff=0.01) as c:
+        c.create_task(task_id="t-1", objective="one")
+        c.create_task(task_id="t-2", objective="two")
+        with pytest.raises(RateLimited) as limited:
+            c.create_task(task_id="t-3", objective="three")
+    assert (limited.value.status, limited.value.code) == (429, "rate_limited")
+    assert 0 < limited.value.retry_after <= 60
+    assert attempts.attempts == 3  # the refused create was not repeated
