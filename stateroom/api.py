@@ -3,6 +3,7 @@
 """
 
 import json
+import math
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DatabaseError, connection, transaction
@@ -66,7 +67,7 @@ def exception_handler(exc, context):
                 if getattr(exc, "auth_header", None):
                     headers["WWW-Authenticate"] = exc.auth_header
                 if getattr(exc, "wait", None):
-                    headers["Retry-After"] = str(int(exc.wait))
+                    headers["Retry-After"] = str(math.ceil(exc.wait))
                 message = str(exc.detail)
             else:
                 message = "Not found." if status == 404 else "Forbidden."
