@@ -274,6 +274,56 @@ def load_test(base: str, token: str, cat: Catalogue, seconds: int) -> dict:
     return result
 
 
+def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
+    """Where one `GET …/items?limit=50` goes, timed in process (median ms of each piece).
+
+    The pieces are what the request does in order: resolve the bearer token,
+    open the tenant transaction, read the items through the store, serialize
+    them, render JSON; `whole request` is the same GET through Django's test
+    Client (all middleware, DRF, no network). With the database on the same
+    2 cores, this CPU time is what bounds req/s.
+    """
+    from django.test import Client
+    from rest_framework.renderers import JSONRenderer
+
+    from audit_app.actor import Actor
+    from sessions_app.serializers import SessionItemOut
+    from sessions_app.store import SessionStore
+    from tenancy_app.models import Tenant
+    from tenancy_app.scoping import in_tenant
+    from tenancy_app.tokens import resolve_bearer
+
+    tenant = Tenant.objects.get(pk=cat.tenant_pk)
+    store = SessionStore(tenant, Actor("token", "1", "token:bench"))
+    before = cat.timeline_items + 1
+
+    def read():
+        with in_tenant(tenant):
+            return store.get_items(session_id=cat.timeline_session, limit=50, before_seq=before)
+
+    def empty_transaction():
+        with in_tenant(tenant):
+            pass
+
+    items = read()
+    data = SessionItemOut(items, many=True).data
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    path = f"/api/v1/sessions/{cat.timeline_session}/items?limit=50&before_seq={before}"
+    pieces = {
+        "resolve bearer token (1 query)": lambda: resolve_bearer(f"Bearer {token}"),
+        "tenant transaction (BEGIN, set_config, COMMIT)": empty_transaction,
+        "store.get_items, 50 items (transaction included)": read,
+        "serialize 50 items (SessionItemOut)": lambda: SessionItemOut(items, many=True).data,
+        "render JSON": lambda: JSONRenderer().render({"results": data, "next": None}),
+        "whole request through middleware and DRF (test Client)": lambda: client.get(path),
+    }
+    out = {}
+    for name, fn in pieces.items():
+        sample = measure(lambda _i, fn=fn: fn(), iterations=iterations, warmup=20)
+        out[name] = round(sample.p50_ms, 3)
+    return out
+
+
 # The production command line of README.md ("Running in production") first:
 # per-call latencies and the load test run against it; the plain sync worker
 # is load-tested too, for comparison.
@@ -323,4 +373,6 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
             f" ({load['tool']}, non-2xx {load['non_2xx']})"
         )
     result["load"] = result["loads"][0]
+    result["request_anatomy_ms"] = request_anatomy(cat, token)
+    log(f"  anatomy of one GET of 50 items (p50 ms, in process): {result['request_anatomy_ms']}")
     return result
