@@ -862,7 +862,36 @@ def create_deletion_session(
         n_events = _run_history(
             cur, t, tenant_pk, f"r.run_id LIKE '{session_id}\\_run%%'", events_per_run, 3, now
         )
-    return {"session_items": n_items, "checkpoints": n_ckpt, "run_rows": n_events}
+        # The runs' effect records: their payloads are redacted, the records stay.
+        n_effects = insert_select(
+            cur,
+            t["effect"],
+            {
+                "tenant_id": "%(t)s",
+                "effect_id": "'eff_' || r.run_id || '_' || g",
+                "run_id": "r.id",
+                "node_id": "'node-2'",
+                "idempotency_key": "r.run_id || ':send_email:' || g",
+                "tool_name": "'send_email'",
+                "request": "jsonb_build_object('to', 'customer@example.com', 'n', g)",
+                "request_digest": "md5(r.run_id || g) || md5(g || r.run_id)",
+                "status": "'committed'",
+                "result": """'{"message_id": "m-1"}'::jsonb""",
+                "settled_by": "''",
+                "settle_reason": "''",
+                "created_at": "%(now)s",
+                "updated_at": "%(now)s",
+            },
+            f"""FROM {t["run"]} r CROSS JOIN generate_series(1, 20) g
+            WHERE r.tenant_id = %(t)s AND r.run_id LIKE '{session_id}\\_run%%'""",
+            {"t": tenant_pk, "now": now},
+        )
+    return {
+        "session_items": n_items,
+        "checkpoints": n_ckpt,
+        "run_rows": n_events,
+        "effects": n_effects,
+    }
 
 
 def generate(url: str, scale: Scale, log: Callable[[str], None]) -> dict:
