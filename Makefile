@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+DEMO_STAMP := $(VENV)/.demo-stamp
 DEMO_ADDR ?= 127.0.0.1:8000
 PYTEST_ARGS ?=
 
@@ -14,16 +15,22 @@ help:
 	@echo "make lint   - ruff check and format check"
 	@echo "make bench  - benchmarks on PostgreSQL (DATABASE_URL), results in bench/results/"
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Stateroom needs Python >= 3.11 (set PYTHON=python3.11)")'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(PYTHON) -m venv $(VENV)
+
+# The demo needs the app and the Agents SDK only; tests need the dev tools too.
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[agents]"
+	touch $@
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	touch $@ $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: install
+demo: $(DEMO_STAMP)
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
 	DEBUG=1 $(BIN)/python manage.py load_demo
 	DEBUG=1 $(BIN)/python manage.py run_demo --addr $(DEMO_ADDR)
