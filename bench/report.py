@@ -278,6 +278,11 @@ def table_rows(results: dict) -> list[list]:
             if not page["queries_constant"]:
                 why.append("query count varies between requests")
             reason = KNOWN_REASONS.get(f"console:{page['page']}", "")
+            if not reason and page.get("db_p50_ms") is not None:
+                reason = (
+                    f"SQL takes {page['db_p50_ms']:.0f} ms of the {page['p50_ms']:.0f} ms p50; the rest"
+                    f" is Python (view and template) building a {page['bytes'] / 1024:.0f} KB page"
+                )
             verdict = "**MISSED**: " + ", ".join(why) + (f"; {reason}" if reason else "")
         rows.append(
             [
