@@ -100,3 +100,7 @@ def console_login():
         return page
 
     return login
+
+
+# The Agents SDK runtime fixtures, for browser tests that drive a real agent.
+from tests.agents.conftest import refund_log, server, worker  # noqa: E402, F401
