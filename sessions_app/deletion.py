@@ -83,7 +83,11 @@ def session_runs(tenant: Tenant, sessions: Session | QuerySet | list[int]) -> Qu
 def session_tasks(tenant: Tenant, sessions: Session | QuerySet | list[int]) -> QuerySet[Task]:
     """Tasks the session's runs worked on, minus those shared with a session on legal hold."""
     runs = session_runs(tenant, sessions).values("task_id")
-    held = Run.objects.filter(tenant=tenant, session__legal_hold=True).values("task_id")
+    # task_id IS NOT NULL: one task-less held run would put a NULL in the list,
+    # and `NOT IN (…, NULL)` is never true, so no checkpoint would ever go.
+    held = Run.objects.filter(tenant=tenant, session__legal_hold=True, task__isnull=False).values(
+        "task_id"
+    )
     return Task.objects.filter(tenant=tenant, pk__in=runs).exclude(pk__in=held)
 
 

@@ -513,3 +513,17 @@ def test_every_store_read_shows_the_content_gone_and_idempotency_still_holds(ten
         "checkpoint_bodies": 1,
         "effect_payloads": 1,
     }
+
+
+def test_a_held_session_with_a_taskless_run_does_not_keep_other_checkpoints(tenant_a, make_session):
+    """`NOT IN (…, NULL)` is never true: a held run without a task must not block all tasks."""
+    make_session(tenant_a, "s1", checkpoints=2)
+    with in_tenant(tenant_a):
+        held = SessionStore(tenant_a, ADMIN).create(session_id="held", user_id="u9")
+        # A task-less run of the held session, as most runtimes make them.
+        RunStateStore(tenant_a, ADMIN).create(run_id="held-run", session_id=held.session_id)
+        SessionStore(tenant_a, ADMIN).set_legal_hold(session_id="held", on=True, reason="case")
+        deletion = store(tenant_a).request(session_id="s1", reason="asked")
+        done = store(tenant_a).run(deletion_id=deletion.deletion_id)
+        assert done.counts == FULL
+        assert not TaskCheckpoint.objects.filter(tenant=tenant_a, state__isnull=False).exists()
