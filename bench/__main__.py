@@ -8,6 +8,7 @@ and writes bench/results/latest.{json,md}.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import secrets
 import sys
@@ -45,6 +46,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(SECTIONS),
         help=f"comma-separated sections to measure (of {', '.join(SECTIONS)})",
     )
+    parser.add_argument(
+        "--deletion-items",
+        type=int,
+        default=None,
+        help="items in the session the deletion section deletes (default: the timeline's)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go")
     parser.add_argument("--no-write", action="store_true", help="print only, write no files")
     args = parser.parse_args(argv)
@@ -80,6 +87,8 @@ def configure_django(url: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     scale = Scale.parse(args.scale)
+    if args.deletion_items:
+        scale = dataclasses.replace(scale, deletion_items=args.deletion_items)
     url = bench_database_url()
     log(f"scale {scale.name}: {scale.totals()}")
     log(f"bench database: {database_name(url)}")

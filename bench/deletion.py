@@ -92,7 +92,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
 
     tenant = Tenant.objects.get(pk=cat.tenant_pk)
     session_id = f"sess_deletion_{uuid.uuid4().hex[:6]}"
-    made = create_deletion_session(url, tenant.pk, session_id, scale.timeline_items)
+    items = scale.deletion_items or scale.timeline_items
+    made = create_deletion_session(url, tenant.pk, session_id, items)
     log(f"  generated {session_id}: {made}")
     store = ContentDeletionStore(tenant, Actor.system("bench"))
     with in_tenant(tenant):

@@ -48,6 +48,8 @@ class Scale:
     op_iterations: int
     page_iterations: int
     load_seconds: int
+    # Items in the session the deletion section deletes (default: timeline_items).
+    deletion_items: int | None = None
 
     @classmethod
     def parse(cls, value: str) -> Scale:
