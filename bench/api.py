@@ -287,11 +287,11 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     from rest_framework.renderers import JSONRenderer
 
     from audit_app.actor import Actor
-    from sessions_app.serializers import SessionItemOut
+    from sessions_app.serializers import session_items_out
     from sessions_app.store import SessionStore
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
-    from tenancy_app.tokens import resolve_bearer
+    from tenancy_app.auth import resolve_bearer
 
     tenant = Tenant.objects.get(pk=cat.tenant_pk)
     store = SessionStore(tenant, Actor("token", "1", "token:bench"))
@@ -306,14 +306,14 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
             pass
 
     items = read()
-    data = SessionItemOut(items, many=True).data
+    data = session_items_out(items)
     client = Client(headers={"Authorization": f"Bearer {token}"})
     path = f"/api/v1/sessions/{cat.timeline_session}/items?limit=50&before_seq={before}"
     pieces = {
         "resolve bearer token (1 query)": lambda: resolve_bearer(f"Bearer {token}"),
         "tenant transaction (BEGIN, set_config, COMMIT)": empty_transaction,
         "store.get_items, 50 items (transaction included)": read,
-        "serialize 50 items (SessionItemOut)": lambda: SessionItemOut(items, many=True).data,
+        "serialize 50 items (session_items_out)": lambda: session_items_out(items),
         "render JSON": lambda: JSONRenderer().render({"results": data, "next": None}),
         "whole request through middleware and DRF (test Client)": lambda: client.get(path),
     }

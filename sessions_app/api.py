@@ -30,10 +30,10 @@ from .serializers import (
     SessionDetachIn,
     SessionFilterIn,
     SessionHeartbeatIn,
-    SessionItemOut,
     SessionItemPage,
     SessionOut,
     SessionPage,
+    session_items_out,
 )
 from .store import SessionStore
 
@@ -279,7 +279,7 @@ def items(request, session_id: str):
         params["after_seq"] = str(rows[-1].seq)
         next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
     return Response(
-        {"results": SessionItemOut(rows, many=True).data, "next": next_url},
+        {"results": session_items_out(rows), "next": next_url},
     )
 
 

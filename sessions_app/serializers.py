@@ -5,8 +5,10 @@ every rule about state lives in `SessionStore`.
 """
 
 from django.core.validators import RegexValidator
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
+from rest_framework.settings import ISO_8601, api_settings
 
 from stateroom.ids import PUBLIC_ID_RE
 
@@ -141,6 +143,42 @@ class SessionItemOut(serializers.Serializer):
     payload = serializers.DictField()
     run_id = serializers.CharField()
     created_at = serializers.DateTimeField()
+
+
+def session_items_out(rows) -> list[dict]:
+    """`SessionItemOut(rows, many=True).data`, built directly: the hot read path.
+
+    Same keys and values (timestamps in ISO 8601 in the current time zone,
+    UTC as `Z`, as DRF's DateTimeField gives them) for model instances and
+    the store's item rows alike, at a fraction of the serializer's cost.
+    `payload` is passed as read (a JSON object; its keys are strings).
+    """
+    if api_settings.DATETIME_FORMAT is None or api_settings.DATETIME_FORMAT.lower() != ISO_8601:
+        return SessionItemOut(rows, many=True).data
+    tz = timezone.get_current_timezone()
+    out = []
+    for row in rows:
+        created_at = row.created_at
+        if created_at.tzinfo is None:
+            stamp = _created_at_field.to_representation(created_at)
+        else:
+            stamp = created_at.astimezone(tz).isoformat()
+            if stamp.endswith("+00:00"):
+                stamp = stamp[:-6] + "Z"
+        out.append(
+            {
+                "seq": int(row.seq),
+                "role": str(row.role),
+                "item_type": str(row.item_type),
+                "payload": row.payload,
+                "run_id": str(row.run_id),
+                "created_at": stamp,
+            }
+        )
+    return out
+
+
+_created_at_field = serializers.DateTimeField()
 
 
 class SessionAppendOut(serializers.Serializer):

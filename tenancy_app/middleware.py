@@ -5,9 +5,9 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, JsonResponse
 from django_scopes import scope
 
+from .auth import resolve_bearer
 from .models import Membership
 from .scoping import tenant_transaction
-from .tokens import resolve_bearer
 
 API_PREFIX = "/api/"
 
@@ -60,7 +60,7 @@ class TenantMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        request.request_id = request.headers.get("X-Request-ID", "")[:64] or uuid.uuid4().hex
+        request.request_id = request.META.get("HTTP_X_REQUEST_ID", "")[:64] or uuid.uuid4().hex
         request.tenant = None
         request.membership = None
         request.runtime_token = None
@@ -83,8 +83,8 @@ class TenantMiddleware:
                 raise Http404("No such tenant")
             request.membership = membership
             request.tenant = membership.tenant
-        elif request.path.startswith(API_PREFIX) and "Authorization" in request.headers:
-            token = resolve_bearer(request.headers["Authorization"])
+        elif request.path.startswith(API_PREFIX) and "HTTP_AUTHORIZATION" in request.META:
+            token = resolve_bearer(request.META["HTTP_AUTHORIZATION"])
             if token is None:
                 request.bearer_invalid = True
                 return None
