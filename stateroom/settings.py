@@ -127,6 +127,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    # Hot-path statements (stateroom.sql.hot_cursor) are prepared on the server
+    # after this many runs on a connection; the ORM's own queries bind
+    # client-side and are never prepared. 0 turns preparing off (for a pooler
+    # in transaction mode that cannot carry prepared statements).
+    _prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 5)
+    DATABASES["default"]["OPTIONS"] = {
+        "prepare_threshold": _prepare_threshold if _prepare_threshold > 0 else None,
+    }
 if os.environ.get("STATEROOM_TEST_DB_SUFFIX") and DATABASES["default"]["ENGINE"].endswith(
     "postgresql"
 ):

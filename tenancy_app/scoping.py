@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 from django.db import transaction
 from django_scopes import scope, scopes_disabled
 
+from stateroom.sql import hot_cursor
+
 from .models import Tenant
 from .rls import TENANT_SETTING
 
@@ -35,7 +37,7 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
         if connection.vendor != "postgresql":
             yield
             return
-        with connection.cursor() as cursor:
+        with hot_cursor(using) as cursor:
             previous = None
             if nested:
                 cursor.execute("SELECT current_setting(%s, true)", [TENANT_SETTING])
@@ -45,7 +47,7 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
         # After a failure marked for rollback (an API error), the savepoint's
         # rollback restores the setting itself; no query may run before it.
         if nested and previous != str(tenant_id) and not connection.needs_rollback:
-            with connection.cursor() as cursor:
+            with hot_cursor(using) as cursor:
                 cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, previous or ""])
 
 
