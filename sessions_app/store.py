@@ -51,6 +51,7 @@ from audit_app.services import record_event
 from runs_app.models import Run
 from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.sql import db_datetime, hot_cursor
 from tenancy_app.base_store import BaseStore
 
 from .models import (
@@ -61,6 +62,12 @@ from .models import (
     SessionItem,
     SessionStatus,
 )
+
+_SESSIONS = Session._meta.db_table
+_ITEMS = SessionItem._meta.db_table
+_APPENDS = ItemAppend._meta.db_table
+_ATTACHMENTS = SessionAttachment._meta.db_table
+_RUNS = Run._meta.db_table
 
 DEFAULT_LEASE_SECONDS = 3600
 MAX_LEASE_SECONDS = 86400
@@ -95,6 +102,22 @@ class SessionRefusal(Conflict):
     """A refusal that recorded a fact on the way (the session expired): kept on rollback."""
 
     keep_changes = True
+
+
+@dataclass
+class StoredItem:
+    """A conversation item as read: what API, console and export show of it.
+
+    A plain object, not a model: building 50 of these is a fraction of what
+    50 SessionItem instances cost. Views may hang display attributes on it.
+    """
+
+    seq: int
+    role: str
+    item_type: str
+    payload: dict[str, Any]
+    run_id: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -172,23 +195,47 @@ class SessionStore(BaseStore):
         limit: int = 50,
         after_seq: int | None = None,
         before_seq: int | None = None,
-    ) -> list[SessionItem]:
+    ) -> list[StoredItem]:
         """Items in ascending `seq`.
 
         With `before_seq`: the `limit` items just before it (still ascending),
         i.e. the previous page; `after_seq` then only bounds it from below.
+        Hot path: one statement on the unique index (tenant, session, seq),
+        rows read into `StoredItem`s; an unknown session is told apart from
+        an empty page only when the page is empty.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise Unprocessable("limit must be a positive integer.", details={"limit": ["min 1"]})
-        session = self.get(session_id)
-        queryset = SessionItem.objects.filter(tenant=self.tenant, session=session)
+        sql = (
+            f"SELECT seq, role, item_type, payload, run_id, created_at FROM {_ITEMS}"
+            f" WHERE tenant_id = %s AND session_id = (SELECT id FROM {_SESSIONS}"
+            " WHERE tenant_id = %s AND session_id = %s)"
+        )
+        params: list[Any] = [self.tenant.pk, self.tenant.pk, session_id]
         if after_seq is not None:
-            queryset = queryset.filter(seq__gt=after_seq)
+            sql += " AND seq > %s"
+            params.append(after_seq)
         if before_seq is not None:
-            items = list(queryset.filter(seq__lt=before_seq).order_by("-seq")[:limit])
-            items.reverse()
-            return items
-        return list(queryset.order_by("seq")[:limit])
+            sql += " AND seq < %s ORDER BY seq DESC LIMIT %s"
+            params += [before_seq, limit]
+        else:
+            sql += " ORDER BY seq LIMIT %s"
+            params.append(limit)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        if (
+            not rows
+            and not Session.objects.filter(tenant=self.tenant, session_id=session_id).exists()
+        ):
+            raise _not_found(session_id)
+        if before_seq is not None:
+            rows.reverse()
+        loads = json.loads
+        return [
+            StoredItem(seq, role, item_type, loads(payload), run_id, db_datetime(created_at))
+            for seq, role, item_type, payload, run_id, created_at in rows
+        ]
 
     # --- runtime writes -----------------------------------------------------
     def create(
@@ -389,6 +436,16 @@ class SessionStore(BaseStore):
         digest = _request_digest(rows, run_id) if idempotency_key is not None else ""
         for _attempt in range(3):
             now = self.now()
+            if connection.vendor == "postgresql":
+                appended = self._append_in_one_statement(
+                    session_id, rows, run_id, idempotency_key, digest, now
+                )
+                if appended is not None:
+                    return appended
+                replayed = self._refuse_append(session_id, run_id, idempotency_key, digest)
+                if replayed is not None:
+                    return replayed
+                continue
             try:
                 # Without a key nothing inside can fail by design, so no
                 # savepoint: two fewer round trips on the hot path.
@@ -657,17 +714,24 @@ class SessionStore(BaseStore):
     def _claim_seqs(
         self, session_id: str, count: int, run_id: str, now: datetime
     ) -> tuple[int, int] | None:
-        """Advance `last_seq` by `count` on a writable session; (pk, new last_seq) or None.
+        """Advance `last_seq` by `count` on a writable session; (pk, new last_seq) or None."""
+        sql, params = self._claim_sql(session_id, count, run_id, now)
+        with hot_cursor() as cursor:
+            cursor.execute(sql + " RETURNING id, last_seq", params)
+            row = cursor.fetchone()
+        return (row[0], row[1]) if row else None
+
+    def _claim_sql(
+        self, session_id: str, count: int, run_id: str, now: datetime
+    ) -> tuple[str, list[Any]]:
+        """The conditional UPDATE that claims `count` seqs of a writable session.
 
         Raw SQL for `RETURNING`; RLS still applies on PostgreSQL, and the
         tenant is filtered explicitly as everywhere else.
         """
-        sessions = Session._meta.db_table
-        attachments = SessionAttachment._meta.db_table
-        runs = Run._meta.db_table
         stamp = connection.ops.adapt_datetimefield_value(now)
         sql = (
-            f"UPDATE {sessions} SET last_seq = last_seq + %s, last_active_at = %s, status = %s"
+            f"UPDATE {_SESSIONS} SET last_seq = last_seq + %s, last_active_at = %s, status = %s"
             f" WHERE tenant_id = %s AND session_id = %s AND status IN (%s, %s)"
             f" AND lease_until >= %s AND content_deleted_at IS NULL"
         )
@@ -683,17 +747,88 @@ class SessionStore(BaseStore):
         if run_id:
             # The writing run must be attached to this session, or be one of its runs.
             sql += (
-                f" AND (EXISTS (SELECT 1 FROM {attachments} a WHERE a.tenant_id = %s"
-                f" AND a.session_id = {sessions}.id AND a.run_id = %s AND a.detached_at IS NULL)"
-                f" OR EXISTS (SELECT 1 FROM {runs} r WHERE r.tenant_id = %s AND r.run_id = %s"
-                f" AND r.session_id = {sessions}.id))"
+                f" AND (EXISTS (SELECT 1 FROM {_ATTACHMENTS} a WHERE a.tenant_id = %s"
+                f" AND a.session_id = {_SESSIONS}.id AND a.run_id = %s AND a.detached_at IS NULL)"
+                f" OR EXISTS (SELECT 1 FROM {_RUNS} r WHERE r.tenant_id = %s AND r.run_id = %s"
+                f" AND r.session_id = {_SESSIONS}.id))"
             )
             params += [self.tenant.pk, run_id, self.tenant.pk, run_id]
-        sql += " RETURNING id, last_seq"
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        return (row[0], row[1]) if row else None
+        return sql, params
+
+    def _append_in_one_statement(
+        self,
+        session_id: str,
+        rows: list[dict[str, Any]],
+        run_id: str,
+        idempotency_key: str | None,
+        digest: str,
+        now: datetime,
+    ) -> AppendResult | None:
+        """PostgreSQL: claim the seqs, record the key and insert the items in one statement.
+
+        The claim is `_claim_seqs`'s conditional UPDATE, which also refuses a
+        key this session already recorded; the key and the items are inserted
+        from its RETURNING row in the same statement. None when the session is
+        not writable or the key is known (the caller finds out which).
+
+        Two requests racing with one new key: the second waits on the session
+        row, and its key INSERT then meets the first's committed key. Its claim
+        is undone in the same transaction (it still holds the row lock, so no
+        other append came in between) and the first's seqs are replayed.
+        """
+        count = len(rows)
+        sql, params = self._claim_sql(session_id, count, run_id, now)
+        if idempotency_key is not None:
+            sql += (
+                f" AND NOT EXISTS (SELECT 1 FROM {_APPENDS} k WHERE k.tenant_id = %s"
+                f" AND k.session_id = {_SESSIONS}.id AND k.idempotency_key = %s)"
+            )
+            params += [self.tenant.pk, idempotency_key]
+            recorded = (
+                f"INSERT INTO {_APPENDS} (tenant_id, session_id, idempotency_key, request_digest,"
+                " first_seq, last_seq, created_at)"
+                " SELECT %s, s.id, %s, %s, s.last_seq - %s + 1, s.last_seq, %s FROM s"
+                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id"
+            )
+            params += [self.tenant.pk, idempotency_key, digest, count, now]
+            gate = " AND EXISTS (SELECT 1 FROM k)"
+        else:
+            recorded = "SELECT 1 AS id"
+            gate = ""
+        params += [
+            self.tenant.pk,
+            count,
+            run_id,
+            now,
+            [row["role"] for row in rows],
+            [row["item_type"] for row in rows],
+            [json.dumps(row["payload"]) for row in rows],
+        ]
+        statement = (
+            f"WITH s AS ({sql} RETURNING id, last_seq), k AS ({recorded}),"
+            f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"
+            " run_id, created_at)"
+            " SELECT %s, s.id, s.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
+            " FROM s, unnest(%s::text[], %s::text[], %s::text[])"
+            f" WITH ORDINALITY AS u(role, item_type, payload, ord) WHERE true{gate})"
+            " SELECT s.id, s.last_seq, EXISTS (SELECT 1 FROM k) FROM s"
+        )
+        with transaction.atomic(savepoint=False), hot_cursor() as cursor:
+            cursor.execute(statement, params)
+            claimed = cursor.fetchone()
+            if claimed is None:
+                return None
+            session_pk, last_seq, was_recorded = claimed
+            if was_recorded:
+                return AppendResult(last_seq - count + 1, last_seq, created=True)
+            cursor.execute(
+                f"UPDATE {_SESSIONS} SET last_seq = last_seq - %s WHERE id = %s AND tenant_id = %s",
+                [count, session_pk, self.tenant.pk],
+            )
+        previous = self._previous_append(session_id, idempotency_key)
+        if previous is None:  # pragma: no cover - the key's row was just seen
+            raise Conflict("The session changed while appending; retry.", code="append_contention")
+        return _replay(previous, digest)
 
     def _previous_append(self, session_id: str, idempotency_key: str | None) -> ItemAppend | None:
         if idempotency_key is None:
@@ -875,4 +1010,5 @@ __all__ = [
     "AppendResult",
     "SessionRefusal",
     "SessionStore",
+    "StoredItem",
 ]

@@ -176,9 +176,9 @@ def test_detail_query_count_does_not_grow_with_entries(
     make_session("s-busy")
     populate_session(tenant_a, "s-busy", runs)
     client = login(support_a)
-    # session, attached runs, the item page (session + items), the four side
+    # session, attached runs, the item page (one statement), the four side
     # streams, and the latest deletion (session + deletions).
-    with django_assert_num_queries(layout_queries(client, tenant_a) + 10):
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 9):
         response = client.get("/t/acme/sessions/s-busy/")
     body = response.content.decode()
     assert body.count('data-kind="item"') == runs
