@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -27,6 +28,7 @@ from django.db.models import Max, QuerySet
 from sessions_app.models import Session
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.sql import columns, hot_cursor, model_from_row
 from tasks_app.models import Task
 from tenancy_app.base_store import BaseStore
 
@@ -73,6 +75,20 @@ NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_R
 def allowed_from(target: str) -> list[str]:
     """The statuses a run may be in for a CAS that sets `target` (staying put included)."""
     return [s for s in NON_TERMINAL_STATUSES if s == target or target in RUN_TRANSITIONS[s]]
+
+
+_RUNS = Run._meta.db_table
+_TRANSITIONS = RunTransition._meta.db_table
+_RUN_COLUMNS = columns(Run)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The RunTransition row an update writes: what changed, who (and which worker), when."""
+
+    changes: dict[str, Any]
+    worker: str | None
+    now: datetime
 
 
 def _jsonable(value: Any) -> Any:
@@ -224,23 +240,25 @@ class RunStateStore(BaseStore):
         ]
         if worker:
             conditions.append(self._claim_condition(worker, now))
-        with transaction.atomic():
+        # No savepoint: the one statement either changes the run and records
+        # its transition, or matches nothing and writes nothing.
+        with transaction.atomic(savepoint=False):
             run = self._update_returning(
-                where={"run_id": run_id}, sets={**values, "updated_at": now}, conditions=conditions
+                where={"run_id": run_id},
+                sets={**values, "updated_at": now},
+                conditions=conditions,
+                transition=Transition(values, worker, now),
             )
-            if run is None:
-                raise self._why_refused(
-                    run_id=run_id,
-                    expected_version=expected_version,
-                    target=target,
-                    worker=worker,
-                    now=now,
-                )
-            self._record_transition(
-                run, from_status=run.previous_status, changes=values, worker=worker, now=now
-            )
-            if run.is_terminal:
+            if run is not None and run.is_terminal:
                 self._withdraw_approvals(run, reason=f"run {run.status}")
+        if run is None:
+            raise self._why_refused(
+                run_id=run_id,
+                expected_version=expected_version,
+                target=target,
+                worker=worker,
+                now=now,
+            )
         return run
 
     def claim(
@@ -271,6 +289,9 @@ class RunStateStore(BaseStore):
                     self._status_condition(NON_TERMINAL_STATUSES),
                     self._claim_condition(worker, now),
                 ],
+                transition=Transition(
+                    {"claimed_by": worker, "claim_until": claim_until}, worker, now
+                ),
             )
             if run is None:
                 raise self._why_refused(
@@ -280,13 +301,6 @@ class RunStateStore(BaseStore):
                     worker=worker,
                     now=now,
                 )
-            self._record_transition(
-                run,
-                from_status=run.previous_status,
-                changes={"claimed_by": worker, "claim_until": claim_until},
-                worker=worker,
-                now=now,
-            )
         return run
 
     # --- people and the system --------------------------------------------
@@ -301,16 +315,10 @@ class RunStateStore(BaseStore):
                 where={"run_id": run_id},
                 sets={"status": RunStatus.CANCELLED, "pending_approval_id": "", "updated_at": now},
                 conditions=[self._status_condition(NON_TERMINAL_STATUSES)],
+                transition=Transition({"status": RunStatus.CANCELLED}, None, now),
             )
             if run is None:  # it ended between the read and the update
                 raise self._terminal(self.get(run_id), RunStatus.CANCELLED)
-            self._record_transition(
-                run,
-                from_status=run.previous_status,
-                changes={"status": RunStatus.CANCELLED},
-                worker=None,
-                now=now,
-            )
             self.audit(
                 "run.cancelled",
                 target_type="run",
@@ -357,16 +365,10 @@ class RunStateStore(BaseStore):
                         self._status_condition(NON_TERMINAL_STATUSES),
                         ('"deadline_at" < %s', [self._db_value("deadline_at", now)]),
                     ],
+                    transition=Transition({"status": RunStatus.FAILED, "error": error}, None, now),
                 )
                 if run is None:
                     continue
-                self._record_transition(
-                    run,
-                    from_status=run.previous_status,
-                    changes={"status": RunStatus.FAILED, "error": error},
-                    worker=None,
-                    now=now,
-                )
                 self.audit(
                     "run.deadline_exceeded",
                     target_type="run",
@@ -580,11 +582,15 @@ class RunStateStore(BaseStore):
         conditions: list[tuple[str, list[Any]]],
         increments: dict[str, int] | None = None,
         bump_version: bool = True,
+        transition: Transition | None = None,
     ) -> Run | None:
-        """One conditional `UPDATE … RETURNING *` of this tenant's run; None if no row matched.
+        """One conditional `UPDATE … RETURNING` of this tenant's run; None if no row matched.
 
         PostgreSQL and SQLite (>= 3.35) both evaluate every right-hand side on
         the old row, so `previous_status = status` keeps the status it replaces.
+        With a `transition`, the RunTransition row of the change is inserted
+        too: on PostgreSQL from the UPDATE's RETURNING row in the same
+        statement (one round trip for a compare-and-set), elsewhere after it.
         """
         qn = connection.ops.quote_name
         assignments: list[str] = []
@@ -606,11 +612,37 @@ class RunStateStore(BaseStore):
             clauses.append(sql)
             params.extend(values)
         sql = (
-            f"UPDATE {qn(Run._meta.db_table)} SET {', '.join(assignments)} "
-            f"WHERE {' AND '.join(clauses)} RETURNING *"
+            f"UPDATE {_RUNS} SET {', '.join(assignments)} "
+            f"WHERE {' AND '.join(clauses)} RETURNING {_RUN_COLUMNS}"
         )
-        rows = list(Run.objects.raw(sql, params))
-        return rows[0] if rows else None
+        in_statement = transition is not None and connection.vendor == "postgresql"
+        if in_statement:
+            sql = (
+                f"WITH r AS ({sql}), t AS (INSERT INTO {_TRANSITIONS} (tenant_id, run_id, version,"
+                " from_status, to_status, changes, actor_label, created_at)"
+                " SELECT r.tenant_id, r.id, r.version, r.previous_status, r.status, %s::jsonb, %s, %s"
+                f" FROM r) SELECT {_RUN_COLUMNS} FROM r"
+            )
+            params += [
+                json.dumps(transition.changes, cls=DjangoJSONEncoder),
+                self._transition_label(transition.worker),
+                transition.now,
+            ]
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        run = model_from_row(Run, row)
+        if transition is not None and not in_statement:
+            self._record_transition(
+                run,
+                from_status=run.previous_status,
+                changes=transition.changes,
+                worker=transition.worker,
+                now=transition.now,
+            )
+        return run
 
     def _why_refused(
         self,
@@ -686,7 +718,6 @@ class RunStateStore(BaseStore):
         worker: str | None,
         now: datetime,
     ) -> None:
-        label = self.actor.label if not worker else f"{self.actor.label} ({worker})"
         RunTransition.objects.create(
             tenant=self.tenant,
             run=run,
@@ -694,9 +725,13 @@ class RunStateStore(BaseStore):
             from_status=from_status,
             to_status=run.status,
             changes=_jsonable(changes),
-            actor_label=label[:200],
+            actor_label=self._transition_label(worker),
             created_at=now,
         )
+
+    def _transition_label(self, worker: str | None) -> str:
+        label = self.actor.label if not worker else f"{self.actor.label} ({worker})"
+        return label[:200]
 
     def _withdraw_approvals(self, run: Run, *, reason: str) -> None:
         """A finished run waits on nothing: its pending approval is cancelled (audited)."""
