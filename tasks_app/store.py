@@ -8,18 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
 from django.db.models import QuerySet
 
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.sql import columns, hot_cursor, model_from_row
 from tenancy_app.base_store import BaseStore
 
 from .models import TERMINAL_TASK_STATUSES, Task, TaskCheckpoint, TaskStatus
 from .state import DurableTaskState, canonical_json, ensure_domain_data
 
 _TERMINAL = sorted(TERMINAL_TASK_STATUSES)
-assert len(_TERMINAL) == 3  # the placeholders in _next_checkpoint_seq
+assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint
+_TASKS = Task._meta.db_table
+_CHECKPOINTS = TaskCheckpoint._meta.db_table
+_CHECKPOINT_COLUMNS = columns(TaskCheckpoint)
+
+
+def _task_stub(pk: int, task_id: str) -> Task:
+    """The checkpoint's task as far as it is known; any other field loads on first use."""
+    return Task.from_db(DEFAULT_DB_ALIAS, ["id", "task_id"], [pk, task_id])
+
 
 __all__ = ["DurableTaskState", "TaskStateStore"]
 
@@ -93,13 +103,20 @@ class TaskStateStore(BaseStore):
         )
 
     def latest_checkpoint(self, task_id: str) -> TaskCheckpoint:
-        task = self.load(task_id)
-        checkpoint = (
-            TaskCheckpoint.objects.filter(tenant=self.tenant, task=task).order_by("-seq").first()
-        )
-        if checkpoint is None:
+        """The checkpoint a resuming process starts from: one statement on (task, seq)."""
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"SELECT {_CHECKPOINT_COLUMNS} FROM {_CHECKPOINTS} WHERE tenant_id = %s"
+                f" AND task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s)"
+                " ORDER BY seq DESC LIMIT 1",
+                [self.tenant.pk, self.tenant.pk, task_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            self.load(task_id)  # 404 for an unknown task
             raise NotFound("This task has no checkpoint yet.", details={"task_id": task_id})
-        checkpoint.task = task
+        checkpoint = model_from_row(TaskCheckpoint, row)
+        checkpoint.task = _task_stub(checkpoint.task_id, task_id)
         return checkpoint
 
     def get_checkpoint(self, *, task_id: str, checkpoint_id: str) -> TaskCheckpoint:
@@ -180,71 +197,86 @@ class TaskStateStore(BaseStore):
     def append_checkpoint(
         self, *, task_id: str, schema_version: int, state: dict, node_id: str = ""
     ) -> TaskCheckpoint:
-        with transaction.atomic():
-            task = self.load(task_id)
-            if isinstance(schema_version, bool) or not isinstance(schema_version, int):
-                raise _invalid("schema_version", "must be an integer")
-            if schema_version < 1:
-                raise _invalid("schema_version", "must be at least 1")
-            ensure_domain_data(state, "state")
-            if not isinstance(state, dict):
-                raise _invalid("state", "must be a JSON object")
-            if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
-                raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
-            if task.status in TERMINAL_TASK_STATUSES:
-                raise Conflict(
-                    f"The task is {task.status}; it takes no more checkpoints.",
-                    code="invalid_transition",
-                    details={"status": task.status},
-                )
-            checkpoint_id = new_public_id("ckpt")
-            now = self.now()
-            seq = self._next_checkpoint_seq(task, checkpoint_id, schema_version, now)
-            checkpoint = TaskCheckpoint.objects.create(
-                tenant=self.tenant,
-                task=task,
-                checkpoint_id=checkpoint_id,
-                seq=seq,
-                schema_version=schema_version,
-                node_id=node_id,
-                state=state,
-                size_bytes=len(canonical_json(state).encode()),
-                created_at=now,
-            )
-            task.last_checkpoint_seq = seq
-            task.latest_checkpoint_id = checkpoint_id
-            task.schema_version = schema_version
-            task.updated_at = now
-        return checkpoint
+        """Append the next numbered checkpoint; it becomes the task's latest.
 
-    # --- helpers ------------------------------------------------------------
-    def _next_checkpoint_seq(self, task: Task, checkpoint_id: str, schema_version: int, now) -> int:
-        """Allocate the next seq in this transaction with one UPDATE ... RETURNING.
-
-        The row lock it takes orders concurrent appends to one task, so seqs are
-        gap-free and follow commit order. The task's `version` is not bumped: it
-        counts state saves, and a checkpoint does not change those fields.
+        The seq comes from one `UPDATE task … last_checkpoint_seq + 1 …
+        RETURNING`, whose row lock orders concurrent appends to one task, so
+        seqs are gap-free and follow commit order; the UPDATE also refuses a
+        finished task. The task's `version` is not bumped: it counts state
+        saves, and a checkpoint does not change those fields. On PostgreSQL
+        the checkpoint row is inserted in the same statement. The state is
+        serialized once: its canonical JSON is both the stored body and its size.
         """
-        table = connection.ops.quote_name(Task._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET last_checkpoint_seq = last_checkpoint_seq + 1, "
-                "latest_checkpoint_id = %s, schema_version = %s, updated_at = %s "
-                "WHERE id = %s AND tenant_id = %s AND status NOT IN (%s, %s, %s) "
-                "RETURNING last_checkpoint_seq",
-                [checkpoint_id, schema_version, now, task.pk, self.tenant.pk, *_TERMINAL],
-            )
-            row = cursor.fetchone()
+        if isinstance(schema_version, bool) or not isinstance(schema_version, int):
+            raise _invalid("schema_version", "must be an integer")
+        if schema_version < 1:
+            raise _invalid("schema_version", "must be at least 1")
+        ensure_domain_data(state, "state")
+        if not isinstance(state, dict):
+            raise _invalid("state", "must be a JSON object")
+        if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
+            raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
+        body = canonical_json(state)
+        checkpoint = TaskCheckpoint(
+            tenant=self.tenant,
+            checkpoint_id=new_public_id("ckpt"),
+            schema_version=schema_version,
+            node_id=node_id,
+            state=state,
+            size_bytes=len(body.encode()),
+            created_at=self.now(),
+        )
+        claim = (
+            f"UPDATE {_TASKS} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
+            " latest_checkpoint_id = %s, schema_version = %s, updated_at = %s"
+            " WHERE tenant_id = %s AND task_id = %s AND status NOT IN (%s, %s, %s)"
+            " RETURNING id, last_checkpoint_seq"
+        )
+        params = [
+            checkpoint.checkpoint_id,
+            schema_version,
+            checkpoint.created_at,
+            self.tenant.pk,
+            task_id,
+            *_TERMINAL,
+        ]
+        with transaction.atomic(savepoint=False), hot_cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"WITH t AS ({claim}), c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id,"
+                    " checkpoint_id, seq, schema_version, node_id, state, size_bytes, created_at)"
+                    " SELECT %s, t.id, %s, t.last_checkpoint_seq, %s, %s, %s::jsonb, %s, %s FROM t"
+                    " RETURNING id) SELECT t.id, t.last_checkpoint_seq, c.id FROM t, c",
+                    [
+                        *params,
+                        self.tenant.pk,
+                        checkpoint.checkpoint_id,
+                        schema_version,
+                        node_id,
+                        body,
+                        checkpoint.size_bytes,
+                        checkpoint.created_at,
+                    ],
+                )
+                row = cursor.fetchone()
+                if row is not None:
+                    checkpoint.task_id, checkpoint.seq, checkpoint.pk = row
+                    checkpoint._state.adding, checkpoint._state.db = False, DEFAULT_DB_ALIAS
+            else:
+                cursor.execute(claim, params)
+                row = cursor.fetchone()
+                if row is not None:
+                    checkpoint.task_id, checkpoint.seq = row
+                    checkpoint.save(force_insert=True)
         if row is None:
-            # The status was checked before, but a concurrent save may have
-            # finished the task since: the UPDATE re-checks it under the lock.
-            task.refresh_from_db(fields=["status"])
+            task = self.load(task_id)  # 404 for an unknown task
             raise Conflict(
                 f"The task is {task.status}; it takes no more checkpoints.",
                 code="invalid_transition",
                 details={"status": task.status},
             )
-        return row[0]
+        checkpoint.task = _task_stub(checkpoint.task_id, task_id)
+        return checkpoint
 
     @staticmethod
     def _version_conflict(current: int, expected: int) -> Conflict:

@@ -75,3 +75,62 @@ def test_concurrent_checkpoints_get_gap_free_seqs(tenant_a, make_task):
         task = Task.objects.get()
         last = TaskCheckpoint.objects.get(seq=WORKERS)
     assert (task.last_checkpoint_seq, task.latest_checkpoint_id) == (WORKERS, last.checkpoint_id)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_checkpoint_waiting_on_a_save_that_finishes_the_task_is_refused(tenant_a, make_task):
+    """The seq UPDATE re-checks the status under the row lock: no checkpoint after `completed`."""
+    make_task(tenant_a)
+    saved, release = threading.Event(), threading.Event()
+    outcome: list = []
+
+    def finish() -> None:
+        try:
+            with in_tenant(tenant_a):
+                TaskStateStore(tenant_a, Actor.system("saver")).save(
+                    task_id="T-7", expected_version=1, status="completed"
+                )
+                saved.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def checkpoint() -> None:
+        try:
+            with in_tenant(tenant_a):
+                outcome.append(
+                    TaskStateStore(tenant_a, Actor.system("writer")).append_checkpoint(
+                        task_id="T-7", schema_version=1, state={"k": 1}
+                    )
+                )
+        except StateroomError as exc:
+            outcome.append(exc)
+        finally:
+            connection.close()
+
+    saver = threading.Thread(target=finish)
+    saver.start()
+    assert saved.wait(10)
+    writer = threading.Thread(target=checkpoint)
+    writer.start()
+    with connection.cursor() as cursor:
+        for _ in range(200):  # until the writer waits on the saver's row lock
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                break
+            threading.Event().wait(0.02)
+        else:
+            pytest.fail("the checkpoint never waited on the task's row lock")
+    release.set()
+    saver.join(10)
+    writer.join(10)
+    [refusal] = outcome
+    assert isinstance(refusal, StateroomError)
+    assert (refusal.code, refusal.details) == ("invalid_transition", {"status": "completed"})
+    with in_tenant(tenant_a):
+        assert not TaskCheckpoint.objects.exists()
+        assert Task.objects.values_list("status", "last_checkpoint_seq").get() == ("completed", 0)

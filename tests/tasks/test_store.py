@@ -410,18 +410,16 @@ def test_list_tasks_filters_by_status(tenant_a, task_store, make_task):
             store.list_tasks(status="bogus")
 
 
-def test_checkpoint_is_refused_when_a_concurrent_save_finished_the_task(tenant_a):
+def test_checkpoint_on_a_finished_task_is_refused_with_its_status(tenant_a):
     with in_tenant(tenant_a):
         store = TaskStateStore(tenant_a, Actor.system("test"))
-        task = store.create(task_id="race", objective="o")
-        seen_active = store.load("race")
-        store.save(task_id="race", expected_version=task.version, status="completed")
-        # The status check saw the task active; a save finished it before our UPDATE.
-        store.load = lambda task_id: seen_active
+        task = store.create(task_id="done", objective="o")
+        store.save(task_id="done", expected_version=task.version, status="completed")
         with pytest.raises(Conflict) as refusal:
-            store.append_checkpoint(task_id="race", schema_version=1, state={"k": 1})
+            store.append_checkpoint(task_id="done", schema_version=1, state={"k": 1})
         assert (refusal.value.code, refusal.value.details) == (
             "invalid_transition",
             {"status": "completed"},
         )
-        assert not TaskCheckpoint.objects.filter(task__task_id="race").exists()
+        assert not TaskCheckpoint.objects.filter(task__task_id="done").exists()
+        assert Task.objects.get(task_id="done").last_checkpoint_seq == 0
