@@ -14,18 +14,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.db.models import QuerySet
 
 from approvals_app.models import ApprovalRequest
 from runs_app.models import Run
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from stateroom.ids import new_public_id
+from stateroom.sql import columns, hot_cursor, insert_from, model_from_row
 from tasks_app.state import canonical_json, digest, ensure_domain_data
 from tenancy_app.base_store import BaseStore
 
 from .models import EffectStatus, ExternalEffect
 
+_EFFECTS = ExternalEffect._meta.db_table
+_RUNS = Run._meta.db_table
+_EFFECT_COLUMNS = columns(ExternalEffect, "e")
 KEY_MAX = ExternalEffect._meta.get_field("idempotency_key").max_length
 TOOL_MAX = ExternalEffect._meta.get_field("tool_name").max_length
 NODE_MAX = ExternalEffect._meta.get_field("node_id").max_length
@@ -142,53 +146,69 @@ class EffectStore(BaseStore):
         Returns `(effect, created)`. The key is unique per tenant across runs, so
         a later run resuming the same task finds what an earlier run did.
         """
-        with transaction.atomic():
+        idempotency_key = _text("idempotency_key", idempotency_key, KEY_MAX)
+        tool_name = _text("tool_name", tool_name, TOOL_MAX)
+        request = _json_object("request", request)
+        node_id = _text("node_id", node_id, NODE_MAX, required=False)
+        approval = None
+        if approval_id is not None:
             run = self.get_run(run_id)
-            idempotency_key = _text("idempotency_key", idempotency_key, KEY_MAX)
-            tool_name = _text("tool_name", tool_name, TOOL_MAX)
-            request = _json_object("request", request)
-            node_id = _text("node_id", node_id, NODE_MAX, required=False)
-            approval = None
-            if approval_id is not None:
-                approval = ApprovalRequest.objects.filter(
-                    tenant=self.tenant, approval_id=approval_id
-                ).first()
-                if approval is None:
-                    raise NotFound("No such approval.", details={"approval_id": approval_id})
-                if approval.run_id != run.pk:
-                    raise _invalid("approval_id", "belongs to another run")
-            wanted = request_digest(tool_name, request)
-
-            existing = self.find(idempotency_key)
-            if existing is not None:
-                return self._same_request(existing, wanted), False
-            now = self.now()
-            effect = ExternalEffect(
-                tenant=self.tenant,
-                effect_id=new_public_id("eff"),
-                run=run,
-                approval=approval,
-                node_id=node_id,
-                idempotency_key=idempotency_key,
-                tool_name=tool_name,
-                request=request,
-                request_digest=wanted,
-                status=EffectStatus.STARTED,
-                created_at=now,
-                updated_at=now,
+            approval = ApprovalRequest.objects.filter(
+                tenant=self.tenant, approval_id=approval_id
+            ).first()
+            if approval is None:
+                raise NotFound("No such approval.", details={"approval_id": approval_id})
+            if approval.run_id != run.pk:
+                raise _invalid("approval_id", "belongs to another run")
+        wanted = request_digest(tool_name, request)
+        now = self.now()
+        effect = ExternalEffect(
+            tenant=self.tenant,
+            effect_id=new_public_id("eff"),
+            approval=approval,
+            node_id=node_id,
+            idempotency_key=idempotency_key,
+            tool_name=tool_name,
+            request=request,
+            request_digest=wanted,
+            status=EffectStatus.STARTED,
+            created_at=now,
+            updated_at=now,
+        )
+        # One INSERT … SELECT finds the run and records the effect unless the
+        # key is taken. A concurrent caller with the same key makes it wait on
+        # the unique index until that caller's transaction ends: committed, the
+        # INSERT does nothing and its record is returned; rolled back, ours goes in.
+        names, selects, params = insert_from(effect, expressions={"run_id": "r.id"})
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
+                " WHERE r.tenant_id = %s AND r.run_id = %s"
+                " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id",
+                [*params, self.tenant.pk, run_id],
             )
-            try:
-                # A concurrent caller with the same key blocks on the unique index
-                # until its transaction ends; if it committed we get IntegrityError,
-                # roll back only this savepoint, and return its record.
-                with transaction.atomic():
-                    effect.save(force_insert=True)
-            except IntegrityError:
-                existing = self.find(idempotency_key)
-                if existing is None:
-                    raise
-                return self._same_request(existing, wanted), False
-        return effect, True
+            row = cursor.fetchone()
+        if row is not None:
+            effect.pk, effect.run_id = row
+            effect._state.adding, effect._state.db = False, DEFAULT_DB_ALIAS
+            effect.run = _run_stub(effect.run_id, run_id)
+            return effect, True
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"SELECT {_EFFECT_COLUMNS}, r.run_id, EXISTS (SELECT 1 FROM {_RUNS}"
+                " WHERE tenant_id = %s AND run_id = %s)"
+                f" FROM {_EFFECTS} e JOIN {_RUNS} r ON r.id = e.run_id"
+                " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
+                [self.tenant.pk, run_id, self.tenant.pk, idempotency_key],
+            )
+            row = cursor.fetchone()
+        if row is None or not row[-1]:
+            self.get_run(run_id)  # 404 for an unknown run, whatever the key
+            # pragma: no cover - the key was just seen taken, so its row exists
+            raise Conflict("The effect changed while recording; retry.", code="effect_contention")
+        existing = model_from_row(ExternalEffect, row[:-2])
+        existing.run = _run_stub(existing.run_id, row[-2])
+        return self._same_request(existing, wanted), False
 
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
         with transaction.atomic():
@@ -313,3 +333,8 @@ class EffectStore(BaseStore):
                 },
             )
         return existing
+
+
+def _run_stub(pk: int, run_id: str) -> Run:
+    """The effect's run as far as it is known; any other field loads on first use."""
+    return Run.from_db(DEFAULT_DB_ALIAS, ["id", "run_id"], [pk, run_id])
