@@ -162,24 +162,24 @@ class EffectStore(BaseStore):
                 raise _invalid("approval_id", "belongs to another run")
         wanted = request_digest(tool_name, request)
         now = self.now()
-        effect = ExternalEffect(
-            tenant=self.tenant,
-            effect_id=new_public_id("eff"),
-            approval=approval,
-            node_id=node_id,
-            idempotency_key=idempotency_key,
-            tool_name=tool_name,
-            request=request,
-            request_digest=wanted,
-            status=EffectStatus.STARTED,
-            created_at=now,
-            updated_at=now,
-        )
+        values = {
+            "tenant_id": self.tenant.pk,
+            "effect_id": new_public_id("eff"),
+            "approval_id": approval.pk if approval is not None else None,
+            "node_id": node_id,
+            "idempotency_key": idempotency_key,
+            "tool_name": tool_name,
+            "request": request,
+            "request_digest": wanted,
+            "status": EffectStatus.STARTED.value,
+            "created_at": now,
+            "updated_at": now,
+        }
         # One INSERT … SELECT finds the run and records the effect unless the
         # key is taken. A concurrent caller with the same key makes it wait on
         # the unique index until that caller's transaction ends: committed, the
         # INSERT does nothing and its record is returned; rolled back, ours goes in.
-        names, selects, params = insert_from(effect, expressions={"run_id": "r.id"})
+        names, selects, params = insert_from(ExternalEffect, values, expressions={"run_id": "r.id"})
         with hot_cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
@@ -189,25 +189,28 @@ class EffectStore(BaseStore):
             )
             row = cursor.fetchone()
         if row is not None:
-            effect.pk, effect.run_id = row
+            effect = ExternalEffect(id=row[0], run_id=row[1], **values)
             effect._state.adding, effect._state.db = False, DEFAULT_DB_ALIAS
             effect.run = _run_stub(effect.run_id, run_id)
+            if approval is not None:
+                effect.approval = approval
             return effect, True
         with hot_cursor() as cursor:
             cursor.execute(
-                f"SELECT {_EFFECT_COLUMNS}, r.run_id, EXISTS (SELECT 1 FROM {_RUNS}"
-                " WHERE tenant_id = %s AND run_id = %s)"
-                f" FROM {_EFFECTS} e JOIN {_RUNS} r ON r.id = e.run_id"
+                f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
+                f" JOIN {_RUNS} r ON r.id = e.run_id"
                 " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
-                [self.tenant.pk, run_id, self.tenant.pk, idempotency_key],
+                [self.tenant.pk, idempotency_key],
             )
             row = cursor.fetchone()
-        if row is None or not row[-1]:
-            self.get_run(run_id)  # 404 for an unknown run, whatever the key
-            # pragma: no cover - the key was just seen taken, so its row exists
+        if row is None or row[-1] != run_id:
+            # Unknown run: 404 whatever the key. A key recorded by another run
+            # of this tenant (an earlier attempt at the task) is returned.
+            self.get_run(run_id)
+        if row is None:  # pragma: no cover - the key was just seen taken
             raise Conflict("The effect changed while recording; retry.", code="effect_contention")
-        existing = model_from_row(ExternalEffect, row[:-2])
-        existing.run = _run_stub(existing.run_id, row[-2])
+        existing = model_from_row(ExternalEffect, row[:-1])
+        existing.run = _run_stub(existing.run_id, row[-1])
         return self._same_request(existing, wanted), False
 
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:

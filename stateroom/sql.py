@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
-from django.db.models import Model
+from django.db.models import JSONField, Model
 
 __all__ = ["columns", "db_datetime", "hot_cursor", "insert_from", "model_from_row"]
 
@@ -36,23 +36,35 @@ def hot_cursor(using: str = DEFAULT_DB_ALIAS) -> Iterator[CursorWrapper]:
         with connection.cursor() as cursor:
             yield cursor
         return
-    from django.db.backends.postgresql.base import ServerBindingCursor
-    from psycopg.types.datetime import TimestamptzLoader
-
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
-    # psycopg's own (C) timestamptz loader, not Django's Python subclass of
-    # it: the same aware UTC datetimes, about 8 µs a value cheaper.
-    raw.adapters.register_loader("timestamptz", TimestamptzLoader)
+    raw = _raw_cursor(connection)
     if connection.queries_logged:
-        cursor = _LoggedHotCursor(raw, connection)
+        yield _LoggedHotCursor(raw, connection)
     else:
-        cursor = connection.make_cursor(raw)
-    with cursor:
-        yield cursor
+        yield connection.make_cursor(raw)
+
+
+def _raw_cursor(connection: Any) -> Any:
+    """The connection's one server-binding cursor, made on first use after each connect.
+
+    Reused, not closed: a psycopg cursor's set-up (its own adapters map, the
+    loader below) is a good part of a hot statement's Python cost. Django's
+    connections are per thread, and so is this cursor.
+    """
+    raw = getattr(connection, "_stateroom_hot_cursor", None)
+    if raw is None or raw.connection is not connection.connection or raw.closed:
+        from django.db.backends.postgresql.base import ServerBindingCursor
+        from psycopg.types.datetime import TimestamptzLoader
+
+        with connection.wrap_database_errors:
+            raw = ServerBindingCursor(connection.connection)
+        # psycopg's own (C) timestamptz loader, not Django's Python subclass
+        # of it: the same aware UTC datetimes, about 8 µs a value cheaper.
+        raw.adapters.register_loader("timestamptz", TimestamptzLoader)
+        connection._stateroom_hot_cursor = raw
+    return raw
 
 
 class _LoggedHotCursor(CursorDebugWrapper):
@@ -117,24 +129,43 @@ def _converters(model: type[Model], vendor: str, using: str) -> list[tuple[int, 
 
 
 def insert_from(
-    instance: Model, *, expressions: dict[str, str] | None = None
+    model: type[Model], values: dict[str, Any], *, expressions: dict[str, str] | None = None
 ) -> tuple[str, str, list[Any]]:
-    """The column list, select list and values that insert an unsaved `instance`.
+    """The column list, select list and parameters that insert a `model` row of `values`.
 
-    Every concrete column but the primary key, prepared as `save()` prepares
-    it; `expressions` puts SQL in place of a column's value (e.g. `r.id` from
-    a joined row), so a hot INSERT … SELECT can look up and insert at once.
+    `values` maps attnames to values; a column it leaves out gets its field's
+    default. Every column but the primary key is prepared as `save()`
+    prepares it (plain strings, numbers, None and, on PostgreSQL, aware
+    datetimes need no preparing). `expressions` puts SQL in place of a
+    column's value (e.g. `r.id` from a joined row), so a hot INSERT … SELECT
+    can look up and insert at once, without building a model instance first.
     """
     connection = connections[DEFAULT_DB_ALIAS]
     expressions = expressions or {}
+    postgres = connection.vendor == "postgresql"
     names, selects, params = [], [], []
-    for field in type(instance)._meta.concrete_fields:
-        if field.primary_key:
-            continue
+    for field, is_json in _insert_fields(model):
         names.append(f'"{field.column}"')
         if field.attname in expressions:
             selects.append(expressions[field.attname])
-        else:
-            selects.append("%s")
-            params.append(field.get_db_prep_save(getattr(instance, field.attname), connection))
+            continue
+        selects.append("%s")
+        value = values[field.attname] if field.attname in values else field.get_default()
+        if is_json or not (
+            value is None
+            or type(value) in (str, int, bool)
+            or (postgres and isinstance(value, datetime) and value.tzinfo is not None)
+        ):
+            value = field.get_db_prep_save(value, connection)
+        params.append(value)
     return ", ".join(names), ", ".join(selects), params
+
+
+@cache
+def _insert_fields(model: type[Model]) -> list[tuple[Any, bool]]:
+    """(field, is JSON) of every column but the key; a JSON value is always prepared."""
+    return [
+        (field, isinstance(field, JSONField))
+        for field in model._meta.concrete_fields
+        if not field.primary_key
+    ]
