@@ -28,7 +28,7 @@ from django.db.models import Max, QuerySet
 from sessions_app.models import Session
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
-from stateroom.sql import columns, hot_cursor, model_from_row
+from stateroom.sql import columns, db_value, hot_cursor, model_from_row
 from tasks_app.models import Task
 from tenancy_app.base_store import BaseStore
 
@@ -557,7 +557,7 @@ class RunStateStore(BaseStore):
 
     @staticmethod
     def _db_value(field_name: str, value: Any) -> Any:
-        return Run._meta.get_field(field_name).get_db_prep_save(value, connection)
+        return db_value(Run._meta.get_field(field_name), value)
 
     @staticmethod
     def _status_condition(statuses: Iterable[str]) -> tuple[str, list[Any]]:

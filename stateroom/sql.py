@@ -24,7 +24,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import JSONField, Model
 
-__all__ = ["columns", "db_datetime", "hot_cursor", "insert_from", "model_from_row"]
+__all__ = ["columns", "db_datetime", "db_value", "hot_cursor", "insert_from", "model_from_row"]
 
 M = TypeVar("M", bound=Model)
 
@@ -151,14 +151,27 @@ def insert_from(
             continue
         selects.append("%s")
         value = values[field.attname] if field.attname in values else field.get_default()
-        if is_json or not (
-            value is None
-            or type(value) in (str, int, bool)
-            or (postgres and isinstance(value, datetime) and value.tzinfo is not None)
-        ):
-            value = field.get_db_prep_save(value, connection)
-        params.append(value)
+        params.append(db_value(field, value, is_json=is_json, postgres=postgres))
     return ", ".join(names), ", ".join(selects), params
+
+
+def db_value(field: Any, value: Any, *, is_json: bool | None = None, postgres: bool | None = None):
+    """`value` as a parameter for `field`'s column, as `save()` prepares it.
+
+    Plain strings, numbers, None and (on PostgreSQL) aware datetimes go as
+    they are; JSON is always encoded (a str is a JSON string, not JSON text).
+    """
+    if is_json is None:
+        is_json = isinstance(field, JSONField)
+    if postgres is None:
+        postgres = connections[DEFAULT_DB_ALIAS].vendor == "postgresql"
+    if not is_json and (
+        value is None
+        or type(value) in (str, int, bool)
+        or (postgres and isinstance(value, datetime) and value.tzinfo is not None)
+    ):
+        return value
+    return field.get_db_prep_save(value, connections[DEFAULT_DB_ALIAS])
 
 
 @cache
