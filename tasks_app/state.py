@@ -35,13 +35,46 @@ def _refuse(path: str, value: Any, why: str) -> Unprocessable:
     )
 
 
-def ensure_domain_data(value: Any, path: str = "state", _depth: int = 0) -> None:
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """True for plain JSON data of exactly the builtin types (no path kept: the hot path)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if type(item) not in _SCALARS and not _is_plain(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if type(item) not in _SCALARS and not _is_plain(item, depth + 1):
+                return False
+        return True
+    return False
+
+
+def ensure_domain_data(value: Any, path: str = "state") -> None:
     """Raise 422 `not_serializable` naming the first value that is not plain JSON.
 
     Only dict (with str keys), list, str, int, float (finite), bool and None
     pass; everything else, including tuples, sets and bytes, is refused, so
-    what is stored reads back exactly as it was written.
+    what is stored reads back exactly as it was written. Plain data passes a
+    quick walk; only data that fails it is walked again to name the path.
     """
+    if not _is_plain(value):
+        _find_refusal(value, path)
+
+
+def _find_refusal(value: Any, path: str, _depth: int = 0) -> None:
     if _depth > MAX_DEPTH:
         raise _refuse(path, value, f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
     if value is None or isinstance(value, bool | int | str):
@@ -54,11 +87,11 @@ def ensure_domain_data(value: Any, path: str = "state", _depth: int = 0) -> None
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _refuse(f"{path}[{key!r}]", key, f"keyed by a {_type_name(key)}")
-            ensure_domain_data(item, f"{path}.{key}", _depth + 1)
+            _find_refusal(item, f"{path}.{key}", _depth + 1)
         return
     if isinstance(value, list):
         for index, item in enumerate(value):
-            ensure_domain_data(item, f"{path}[{index}]", _depth + 1)
+            _find_refusal(item, f"{path}[{index}]", _depth + 1)
         return
     raise _refuse(path, value, f"a {_type_name(value)}, not JSON data")
 
