@@ -198,6 +198,24 @@ ITEM_PAYLOAD = """jsonb_build_object(
 
 
 def _items(cur, t, tenant_pk, session_filter: str, count: int, now, extra: dict | None = None):
+    """`count` items in each session the filter picks, appended 5 at a time with a key."""
+    params = {"t": tenant_pk, "now": now, "count": count, **(extra or {})}
+    insert_select(
+        cur,
+        t["item_append"],
+        {
+            "tenant_id": "%(t)s",
+            "session_id": "s.id",
+            "idempotency_key": "'turn-' || g",
+            "request_digest": "md5(s.id::text || ':' || g) || md5(g || ':' || s.id::text)",
+            "first_seq": "g",
+            "last_seq": "least(g + 4, %(count)s)",
+            "created_at": "s.created_at + make_interval(secs => g)",
+        },
+        f"""FROM {t["session"]} s CROSS JOIN generate_series(1, %(count)s, 5) g
+        WHERE s.tenant_id = %(t)s AND {session_filter}""",
+        params,
+    )
     return insert_select(
         cur,
         t["item"],
@@ -213,7 +231,7 @@ def _items(cur, t, tenant_pk, session_filter: str, count: int, now, extra: dict 
         },
         f"""FROM {t["session"]} s CROSS JOIN generate_series(1, %(count)s) g
         WHERE s.tenant_id = %(t)s AND {session_filter}""",
-        {"t": tenant_pk, "now": now, "count": count, **(extra or {})},
+        params,
     )
 
 

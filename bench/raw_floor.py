@@ -12,6 +12,9 @@ same guarantees so the comparison is fair:
 - compare-and-set is one conditional UPDATE on the version plus the
   transition row; checkpoints take the next seq under the task's row lock
   and refuse a finished task;
+- each write is one statement, as in Stateroom's stores: the claiming
+  UPDATE and the INSERTs that use its RETURNING row are data-modifying CTEs,
+  so the floor sends no more round trips than the store does;
 - effects are recorded under a unique key; a repeat returns the existing
   record, a different request under the same key is refused.
 
@@ -72,42 +75,50 @@ class RawFloor:
         with self._tx() as cur:
             row = self._x(
                 cur,
-                f"UPDATE {t['session']} SET last_seq = last_seq + %s, last_active_at = %s,"
+                f"WITH s AS (UPDATE {t['session']} SET last_seq = last_seq + %s, last_active_at = %s,"
                 " status = 'active' WHERE tenant_id = %s AND session_id = %s"
                 " AND status IN ('active', 'idle') AND lease_until >= %s"
-                " AND content_deleted_at IS NULL RETURNING id, last_seq",
-                [len(items), now, self.tenant, session_id, now],
-            ).fetchone()
-            if row is None:
-                raise RefusedError("session not writable")
-            session_pk, last_seq = row
-            first_seq = last_seq - len(items) + 1
-            recorded = self._x(
-                cur,
-                f"INSERT INTO {t['item_append']} (tenant_id, session_id, idempotency_key,"
-                " request_digest, first_seq, last_seq, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id",
-                [self.tenant, session_pk, idempotency_key, digest, first_seq, last_seq, now],
-            ).fetchone()
-            if recorded is None:
-                raise _Replay(session_pk)
-            self._x(
-                cur,
-                f"INSERT INTO {t['item']} (tenant_id, session_id, seq, role, item_type, payload,"
-                " run_id, created_at) SELECT %s, %s, %s + u.ord - 1, u.role, u.item_type,"
-                " u.payload::jsonb, '', %s FROM unnest(%s::text[], %s::text[], %s::text[])"
-                " WITH ORDINALITY AS u(role, item_type, payload, ord)",
+                " AND content_deleted_at IS NULL"
+                f" AND NOT EXISTS (SELECT 1 FROM {t['item_append']} k WHERE k.tenant_id = %s"
+                f" AND k.session_id = {t['session']}.id AND k.idempotency_key = %s)"
+                " RETURNING id, last_seq),"
+                f" k AS (INSERT INTO {t['item_append']} (tenant_id, session_id, idempotency_key,"
+                " request_digest, first_seq, last_seq, created_at)"
+                " SELECT %s, s.id, %s, %s, s.last_seq - %s + 1, s.last_seq, %s FROM s"
+                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id),"
+                f" i AS (INSERT INTO {t['item']} (tenant_id, session_id, seq, role, item_type,"
+                " payload, run_id, created_at) SELECT %s, s.id, s.last_seq - %s + u.ord, u.role,"
+                " u.item_type, u.payload::jsonb, '', %s FROM s, unnest(%s::text[], %s::text[],"
+                " %s::text[]) WITH ORDINALITY AS u(role, item_type, payload, ord)"
+                " WHERE EXISTS (SELECT 1 FROM k))"
+                " SELECT s.id, s.last_seq, EXISTS (SELECT 1 FROM k) FROM s",
                 [
+                    len(items),
+                    now,
                     self.tenant,
-                    session_pk,
-                    first_seq,
+                    session_id,
+                    now,
+                    self.tenant,
+                    idempotency_key,
+                    self.tenant,
+                    idempotency_key,
+                    digest,
+                    len(items),
+                    now,
+                    self.tenant,
+                    len(items),
                     now,
                     [i["role"] for i in items],
                     [i["item_type"] for i in items],
                     [json.dumps(i["payload"]) for i in items],
                 ],
-            )
-            return first_seq, last_seq, True
+            ).fetchone()
+            if row is None:
+                raise _Replay(session_id)  # a known key, or a session not writable
+            _, last_seq, recorded = row
+            if not recorded:  # a racing request took the key: undo everything
+                raise _Replay(session_id)
+            return last_seq - len(items) + 1, last_seq, True
 
     def append_items_or_replay(self, **kw) -> tuple:
         try:
@@ -116,10 +127,13 @@ class RawFloor:
             with self._tx() as cur:
                 row = self._x(
                     cur,
-                    f"SELECT first_seq, last_seq, request_digest FROM {self.t['item_append']}"
-                    " WHERE tenant_id = %s AND session_id = %s AND idempotency_key = %s",
-                    [self.tenant, replay.session_pk, kw["idempotency_key"]],
+                    f"SELECT k.first_seq, k.last_seq, k.request_digest FROM {self.t['item_append']} k"
+                    f" JOIN {self.t['session']} s ON s.id = k.session_id WHERE k.tenant_id = %s"
+                    " AND s.tenant_id = %s AND s.session_id = %s AND k.idempotency_key = %s",
+                    [self.tenant, self.tenant, replay.session_id, kw["idempotency_key"]],
                 ).fetchone()
+            if row is None:
+                raise RefusedError("session not writable") from None
             if row[2] != sha256(canonical({"items": kw["items"], "run_id": ""})):
                 raise RefusedError("idempotency_key_reused") from None
             return row[0], row[1], False
@@ -147,11 +161,15 @@ class RawFloor:
         with self._tx() as cur:
             row = self._x(
                 cur,
-                f"UPDATE {t['run']} SET turn_index = %s, token_used = %s, current_node_id = %s,"
-                " updated_at = %s, previous_status = status, version = version + 1"
-                " WHERE tenant_id = %s AND run_id = %s AND version = %s"
+                f"WITH r AS (UPDATE {t['run']} SET turn_index = %s, token_used = %s,"
+                " current_node_id = %s, updated_at = %s, previous_status = status,"
+                " version = version + 1 WHERE tenant_id = %s AND run_id = %s AND version = %s"
                 " AND status NOT IN ('succeeded', 'failed', 'cancelled')"
-                " RETURNING id, version, status, previous_status",
+                " RETURNING id, version, status, previous_status),"
+                f" t AS (INSERT INTO {t['run_transition']} (tenant_id, run_id, version,"
+                " from_status, to_status, changes, actor_label, created_at)"
+                " SELECT %s, r.id, r.version, r.previous_status, r.status, %s, %s, %s FROM r)"
+                " SELECT version FROM r",
                 [
                     changes["turn_index"],
                     changes["token_used"],
@@ -160,27 +178,15 @@ class RawFloor:
                     self.tenant,
                     run_id,
                     expected_version,
-                ],
-            ).fetchone()
-            if row is None:
-                raise RefusedError("version_conflict")
-            run_pk, version, status, previous = row
-            self._x(
-                cur,
-                f"INSERT INTO {t['run_transition']} (tenant_id, run_id, version, from_status,"
-                " to_status, changes, actor_label, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                [
                     self.tenant,
-                    run_pk,
-                    version,
-                    previous,
-                    status,
                     Jsonb(changes),
                     "token:bench",
                     now,
                 ],
-            )
-        return version
+            ).fetchone()
+        if row is None:
+            raise RefusedError("version_conflict")
+        return row[0]
 
     # --- tasks ----------------------------------------------------------------
     def append_checkpoint(self, *, task_id: str, schema_version: int, state: dict) -> tuple:
@@ -191,33 +197,32 @@ class RawFloor:
         with self._tx() as cur:
             row = self._x(
                 cur,
-                f"UPDATE {t['task']} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
+                f"WITH k AS (UPDATE {t['task']} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
                 " latest_checkpoint_id = %s, schema_version = %s, updated_at = %s"
                 " WHERE tenant_id = %s AND task_id = %s"
                 " AND status NOT IN ('completed', 'failed', 'cancelled')"
-                " RETURNING id, last_checkpoint_seq",
-                [checkpoint_id, schema_version, now, self.tenant, task_id],
-            ).fetchone()
-            if row is None:
-                raise RefusedError("no such task or finished")
-            task_pk, seq = row
-            self._x(
-                cur,
-                f"INSERT INTO {t['checkpoint']} (tenant_id, task_id, checkpoint_id, seq,"
+                " RETURNING id, last_checkpoint_seq),"
+                f" c AS (INSERT INTO {t['checkpoint']} (tenant_id, task_id, checkpoint_id, seq,"
                 " schema_version, node_id, state, size_bytes, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, '', %s, %s, %s)",
+                " SELECT %s, k.id, %s, k.last_checkpoint_seq, %s, '', %s, %s, %s FROM k)"
+                " SELECT last_checkpoint_seq FROM k",
                 [
-                    self.tenant,
-                    task_pk,
                     checkpoint_id,
-                    seq,
+                    schema_version,
+                    now,
+                    self.tenant,
+                    task_id,
+                    self.tenant,
+                    checkpoint_id,
                     schema_version,
                     Jsonb(body, dumps=_already_json),
                     len(body.encode()),
                     now,
                 ],
-            )
-        return checkpoint_id, seq
+            ).fetchone()
+        if row is None:
+            raise RefusedError("no such task or finished")
+        return checkpoint_id, row[0]
 
     def latest_checkpoint(self, *, task_id: str) -> tuple:
         t = self.t
@@ -283,8 +288,8 @@ def _already_json(value: str) -> str:
 
 
 class _Replay(Exception):
-    def __init__(self, session_pk: int) -> None:
-        self.session_pk = session_pk
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
 
 
 class _TenantTx:

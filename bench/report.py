@@ -89,34 +89,29 @@ def machine(url: str) -> dict:
 # Why a target is missed, when the numbers alone do not say it. Filled in from
 # the analysis in bench/README.md; shown only on rows whose target is missed.
 KNOWN_REASONS: dict[str, str] = {
+    # The store sends the same statements as the floor (one per write); what is
+    # left is Python per call, which loses more than the floor does when the
+    # machine is busy (compare p50s, and the machine load above).
     "store:append 1 item": (
-        "the store's own atomic block inside `in_tenant` is a savepoint (2 more round trips),"
-        " and each row goes through Django's INSERT compiler; the floor sends prepared statements"
+        "same statements as the floor; the rest is Python: every item validated (types,"
+        " NUL, lone surrogates), the request digest, Django's atomic block and cursor wrapper"
     ),
-    "store:append 10 items": (
-        "as for 1 item, plus 10 model objects built and JSON-encoded for `bulk_create`"
-    ),
+    "store:append 10 items": "as for 1 item, ten items validated and encoded",
     "store:read last 50 items": (
-        "Django compiles two queries (session, then items) and builds 50 SessionItem objects"
-        " (JSON, datetimes, model init) on every call; the floor reads one prepared LATERAL"
-        " join into tuples"
+        "same statement as the floor; 50 StoredItem objects are built (the floor keeps"
+        " psycopg's tuples)"
     ),
     "store:run compare-and-set": (
-        "the UPDATE … RETURNING * comes back through `Run.objects.raw` as a full Run object,"
-        " then a RunTransition model is saved, inside a savepoint"
+        "same statement as the floor; the Run model (every column, JSON decoded) is built"
+        " for the caller, which the floor skips (it returns the version only)"
     ),
     "store:save checkpoint (~10 KB)": (
-        "the whole task row is loaded (every JSON field decoded) before the seq UPDATE, and"
-        " the 10 KB state is serialized twice (canonical JSON for size_bytes, then by the"
-        " JSONField), inside a savepoint"
+        "same statement as the floor; the state is walked for non-JSON values (the"
+        " not_serializable guarantee) and a TaskCheckpoint is built for the caller"
     ),
-    "store:load latest checkpoint": (
-        "two ORM queries (task, then checkpoint) and two model objects with their JSON"
-        " decoded, against one prepared join"
-    ),
+    "store:load latest checkpoint": "the TaskCheckpoint model built from the row (the floor returns a tuple)",
     "store:record-or-return effect": (
-        "get_run, find (select_related run and approval), a savepoint and the INSERT, against"
-        " one INSERT … ON CONFLICT DO NOTHING (and one SELECT for a repeated key)"
+        "same statements as the floor; the effect model built for the caller, with its run"
     ),
 }
 
