@@ -15,8 +15,10 @@ from django.test.utils import CaptureQueriesContext
 
 from audit_app.actor import Actor
 from bench.generate import TIMELINE_SESSION, pid
+from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 
@@ -152,6 +154,8 @@ def runtime_checks(tenant) -> list[tuple[str, str | set[str], list[dict]]]:
     actor = Actor("token", "1", "token:test")
     sessions = SessionStore(tenant, actor)
     runs = RunStateStore(tenant, actor)
+    tasks = TaskStateStore(tenant, actor)
+    effects = EffectStore(tenant, actor)
     item = {"role": "user", "item_type": "message", "payload": {"text": "hi"}}
     out = []
     with in_tenant(tenant):
@@ -172,6 +176,22 @@ def runtime_checks(tenant) -> list[tuple[str, str | set[str], list[dict]]]:
                 run_id=run.run_id, expected_version=run.version, changes={"turn_index": 9}
             )
         out.append(("run compare-and-set", "run_public_id_uniq", ctx.captured_queries))
+
+        task = tasks.list_tasks(status="active").order_by("id").first()
+        with CaptureQueriesContext(connection) as ctx:
+            tasks.append_checkpoint(task_id=task.task_id, schema_version=1, state={"k": 1})
+        out.append(("save checkpoint", "task_public_id_uniq", ctx.captured_queries))
+
+        with CaptureQueriesContext(connection) as ctx:
+            assert tasks.latest_checkpoint(task.task_id).state == {"k": 1}
+        out.append(("load latest checkpoint", "checkpoint_seq_uniq", ctx.captured_queries))
+
+        for attempt in ("record effect", "return the recorded effect"):
+            with CaptureQueriesContext(connection) as ctx:
+                effects.record(
+                    run_id=run.run_id, idempotency_key="k-1", tool_name="t", request={"n": 1}
+                )
+            out.append((attempt, {"run_public_id_uniq", "effect_key_uniq"}, ctx.captured_queries))
     return out
 
 
