@@ -63,6 +63,9 @@ def _inbox(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok") -
     rows = list(_search(store.inbox(), q)[: INBOX_LIMIT + 1])
     for approval in rows:
         approval.digest = store.digest(approval)
+        # Reversed once per row here, not once per use in the template (up to five).
+        approval.detail_url = _url(request, "approvals:detail", approval_id=approval.approval_id)
+        approval.decide_url = _url(request, "approvals:decide", approval_id=approval.approval_id)
     return render_page(
         request,
         "approvals/inbox.html",
