@@ -1,7 +1,8 @@
 """The HTTP API under gunicorn: per-call latency through the Python client, and a load test.
 
-The bench starts gunicorn itself (2 sync workers, production settings, on
-127.0.0.1 and a free port), times the store operations end to end through
+The bench starts gunicorn itself (2 workers, the worker class and threads of
+README.md's production command line, production settings, on 127.0.0.1 and
+a free port), times the store operations end to end through
 `stateroom_client.StateroomClient` (one keep-alive httpx client, sequential
 calls), then drives `GET /api/v1/sessions/<id>/items?limit=50` with `wrk`
 when it is installed, or with a bounded pool of Python threads otherwise.
@@ -280,18 +281,23 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     The pieces are what the request does in order: resolve the bearer token,
     open the tenant transaction, read the items through the store, serialize
     them, render JSON; `whole request` is the same GET through Django's test
-    Client (all middleware, DRF, no network). With the database on the same
-    2 cores, this CPU time is what bounds req/s.
+    Client (all middleware, DRF, no network), then through Django's WSGI
+    handler as gunicorn calls it (with the request signals: the connection's
+    health check, no test-client work). With the database on the same 2
+    cores, this CPU time is what bounds req/s.
     """
+    import io
+
+    from django.core.handlers.wsgi import WSGIHandler
     from django.test import Client
     from rest_framework.renderers import JSONRenderer
 
     from audit_app.actor import Actor
     from sessions_app.serializers import session_items_out
     from sessions_app.store import SessionStore
+    from tenancy_app.auth import resolve_bearer
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
-    from tenancy_app.auth import resolve_bearer
 
     tenant = Tenant.objects.get(pk=cat.tenant_pk)
     store = SessionStore(tenant, Actor("token", "1", "token:bench"))
@@ -309,6 +315,35 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     data = session_items_out(items)
     client = Client(headers={"Authorization": f"Bearer {token}"})
     path = f"/api/v1/sessions/{cat.timeline_session}/items?limit=50&before_seq={before}"
+    handler = WSGIHandler()
+
+    def through_wsgi() -> None:
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "PATH_INFO": path.partition("?")[0],
+            "QUERY_STRING": path.partition("?")[2],
+            "SCRIPT_NAME": "",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "HTTP_HOST": "127.0.0.1:8000",
+            "HTTP_AUTHORIZATION": f"Bearer {token}",
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(b""),
+            "wsgi.errors": io.StringIO(),
+            "wsgi.version": (1, 0),
+            "wsgi.multithread": False,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+        }
+        statuses: list[str] = []
+        response = handler(environ, lambda status, headers, exc_info=None: statuses.append(status))
+        b"".join(response)
+        response.close()
+        if not statuses[0].startswith("200"):
+            raise RuntimeError(f"GET {path} through WSGI answered {statuses[0]}")
+
     pieces = {
         "resolve bearer token (1 query)": lambda: resolve_bearer(f"Bearer {token}"),
         "tenant transaction (BEGIN, set_config, COMMIT)": empty_transaction,
@@ -316,6 +351,7 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
         "serialize 50 items (session_items_out)": lambda: session_items_out(items),
         "render JSON": lambda: JSONRenderer().render({"results": data, "next": None}),
         "whole request through middleware and DRF (test Client)": lambda: client.get(path),
+        "whole request through Django's WSGI handler": through_wsgi,
     }
     out = {}
     for name, fn in pieces.items():
@@ -326,9 +362,9 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
 
 # The production command line of README.md ("Running in production") first:
 # per-call latencies and the load test run against it; the plain sync worker
-# is load-tested too, for comparison.
+# is load-tested too, for comparison. Keep the two in step.
 CONFIGS = (
-    ("gthread", ["--threads", "8"]),
+    ("gthread", ["--worker-class", "gthread", "--threads", "4"]),
     ("sync", []),
 )
 
