@@ -23,3 +23,21 @@ def test_configured_rate_answers_429_per_token(api_a, api_b, settings):
     assert int(response["Retry-After"]) > 0
     # Another token has its own budget.
     assert api_b.get("/api/v1/me").status_code == 200
+
+
+def test_throttle_costs_no_cache_call_when_off_and_one_read_and_write_when_on(
+    api_a, settings, monkeypatch
+):
+    calls = []
+    for name in ("get", "set", "add", "incr", "get_many", "set_many"):
+        real = getattr(cache, name)
+        monkeypatch.setattr(
+            cache,
+            name,
+            lambda *a, _real=real, _name=name, **kw: calls.append(_name) or _real(*a, **kw),
+        )
+    assert api_a.get("/api/v1/me").status_code == 200
+    assert calls == []
+    settings.STATEROOM_API_RATE = "100/minute"
+    assert api_a.get("/api/v1/me").status_code == 200
+    assert calls == ["get", "set"]
