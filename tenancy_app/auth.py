@@ -8,47 +8,24 @@ reports the result to DRF.
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions, throttling
 
-from stateroom.sql import hot_cursor
+from stateroom.sql import columns, hot_cursor, model_from_row
 
 from .models import RuntimeToken, Tenant, TokenRole, hash_secret
 
 # last_used_at is refreshed at most this often, so the hot path does not write on every call.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 
-# The token's columns every API request needs (the rest stay deferred on the
-# instance and load if something reads them), and all of its tenant's.
-_TOKEN_FIELDS = [
-    RuntimeToken._meta.get_field(name) for name in ("id", "name", "role", "last_used_at")
-]
-_TENANT_FIELDS = list(Tenant._meta.concrete_fields)
+_TOKEN_COLUMNS = len(RuntimeToken._meta.concrete_fields)
 _RESOLVE_SQL = (
-    "SELECT "
-    + ", ".join(
-        [f"t.{f.column}" for f in _TOKEN_FIELDS] + [f"n.{f.column}" for f in _TENANT_FIELDS]
-    )
-    + f" FROM {RuntimeToken._meta.db_table} t JOIN {Tenant._meta.db_table} n"
+    f"SELECT {columns(RuntimeToken, 't')}, {columns(Tenant, 'n')}"
+    f" FROM {RuntimeToken._meta.db_table} t JOIN {Tenant._meta.db_table} n"
     f" ON n.{Tenant._meta.pk.column} = t.{RuntimeToken._meta.get_field('tenant').column}"
     " WHERE t.secret_hash = %s AND t.revoked_at IS NULL"
 )
-_converters: dict[str, list] = {}
-
-
-def _row_converters(conn) -> list:
-    """(column, converter) for each value the ORM would convert on this backend:
-    none on PostgreSQL; booleans and datetimes on SQLite."""
-    if conn.vendor not in _converters:
-        found = []
-        for index, field in enumerate(_TOKEN_FIELDS + _TENANT_FIELDS):
-            col = field.get_col(field.model._meta.db_table)
-            for converter in conn.ops.get_db_converters(col) + col.get_db_converters(conn):
-                found.append((index, col, converter))
-        _converters[conn.vendor] = found
-    return _converters[conn.vendor]
 
 
 def resolve_bearer(header: str | None) -> RuntimeToken | None:
@@ -67,15 +44,8 @@ def resolve_bearer(header: str | None) -> RuntimeToken | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    values = list(row)
-    for index, col, converter in _row_converters(connection):
-        values[index] = converter(values[index], col, connection)
-    split = len(_TOKEN_FIELDS)
-    tenant = Tenant.from_db(connection.alias, [f.attname for f in _TENANT_FIELDS], values[split:])
-    token = RuntimeToken.from_db(
-        connection.alias, [f.attname for f in _TOKEN_FIELDS], values[:split]
-    )
-    token.tenant = tenant
+    token = model_from_row(RuntimeToken, row[:_TOKEN_COLUMNS])
+    token.tenant = model_from_row(Tenant, row[_TOKEN_COLUMNS:])
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         # Conditional: of several processes seeing the same stale stamp, one writes.

@@ -31,7 +31,7 @@ def test_resolves_token_and_tenant_in_one_statement(raw, tenant_a):
     assert flags == (True, False) and concurrent is True
     assert token.tenant.created_at == Tenant.objects.get().created_at
     assert token.last_used_at == stored.last_used_at and token.last_used_at.tzinfo is not None
-    # Columns the hot path does not read still load on demand.
+    # The whole row, as the ORM would load it.
     assert token.prefix == stored.prefix and token.secret_hash == stored.secret_hash
 
 
