@@ -40,8 +40,8 @@ class EmptyAsNullCharField(serializers.CharField):
 
 class RunOut(serializers.Serializer):
     run_id = serializers.CharField()
-    session_id = serializers.CharField(source="session.session_id", allow_null=True)
-    task_id = serializers.CharField(source="task.task_id", allow_null=True)
+    session_id = serializers.CharField(source="session_public_id", allow_null=True)
+    task_id = serializers.CharField(source="task_public_id", allow_null=True)
     status = serializers.ChoiceField(choices=RunStatus.choices)
     turn_index = serializers.IntegerField()
     active_agent = EmptyAsNullCharField()

@@ -1,4 +1,5 @@
 from django.db import models
+from django.utils.functional import cached_property
 
 from tenancy_app.models import TenantOwned
 
@@ -69,6 +70,16 @@ class Run(TenantOwned):
     last_event_seq = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+
+    @cached_property
+    def session_public_id(self) -> str | None:
+        """The session's public id; the store sets it from the row it read, sparing a query."""
+        return self.session.session_id if self.session_id else None
+
+    @cached_property
+    def task_public_id(self) -> str | None:
+        """The task's public id; the store sets it from the row it read, sparing a query."""
+        return self.task.task_id if self.task_id else None
 
     class Meta:
         constraints = [
