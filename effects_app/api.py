@@ -15,7 +15,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page
+from stateroom.api import keyset_page, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_STATEFUL, ERRORS_WRITE, error
 
 from .models import EffectStatus, ExternalEffect
@@ -141,10 +141,8 @@ def run_effects(request, run_id: str):
     if request.method == "GET":
         queryset = store.list_effects(run_id=run_id, status=request.query_params.get("status"))
         return keyset_page(request, queryset, effect_data)
-    store.get_run(run_id)
-    body = EffectRecordIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    effect, created = store.record(run_id=run_id, **body.validated_data)
+    data = validated(EffectRecordIn, request, lookup=lambda: store.get_run(run_id))
+    effect, created = store.record(run_id=run_id, **data)
     return Response(effect_data(effect), status=201 if created else 200)
 
 

@@ -22,7 +22,7 @@ from runs_app.models import Run
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from stateroom.sql import columns, hot_cursor, insert_from, model_from_row
-from tasks_app.state import canonical_json, digest, ensure_domain_data
+from tasks_app.state import canonical_json, digest, storable_json
 from tenancy_app.base_store import BaseStore
 
 from .models import EffectStatus, ExternalEffect
@@ -54,7 +54,7 @@ def _text(field: str, value: Any, max_length: int, *, required: bool = True) -> 
 
 
 def _json_object(field: str, value: Any) -> dict:
-    ensure_domain_data(value, field)
+    storable_json(value, field)
     if not isinstance(value, dict):
         raise _invalid(field, "must be a JSON object")
     return value

@@ -15,7 +15,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page, parse_int_param, parse_limit
+from stateroom.api import keyset_page, parse_int_param, parse_limit, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 
 from .models import Run, RunEvent, RunStatus
@@ -224,10 +224,7 @@ def run_detail(request, run_id: str):
 @api_view(["POST"])
 def run_transition(request, run_id: str):
     store = _store(request)
-    store.get(run_id)
-    body = RunTransitionIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    changes = dict(body.validated_data)
+    changes = validated(RunTransitionIn, request, lookup=lambda: store.get(run_id))
     expected_version = changes.pop("expected_version")
     run = store.compare_and_set(run_id=run_id, expected_version=expected_version, changes=changes)
     return Response(run_data(run))

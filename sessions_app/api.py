@@ -11,14 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page, parse_int_param, parse_limit
+from stateroom.api import keyset_page, not_found_first, parse_int_param, parse_limit
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_WRITE, error
-from stateroom.errors import StateroomError
 
 from .models import Session, SessionStatus
 from .serializers import (
@@ -52,11 +50,7 @@ def _out(store: SessionStore, session: Session) -> dict:
 
 def _after_lookup(store: SessionStore, session_id: str, parse: Callable[[], Any]) -> Any:
     """Run `parse`; if it refuses the input, an unknown session is still 404 first."""
-    try:
-        return parse()
-    except (exceptions.APIException, StateroomError):
-        store.get(session_id)
-        raise
+    return not_found_first(parse, lambda: store.get(session_id))
 
 
 def _body(request, serializer_class, store: SessionStore, session_id: str) -> dict:

@@ -4,6 +4,8 @@
 
 import json
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DatabaseError, connection, transaction
@@ -14,6 +16,8 @@ from rest_framework.response import Response
 
 from .errors import StateroomError, Unprocessable
 from .pages import keyset_slice
+
+T = TypeVar("T")
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (exceptions.ParseError, 400, "malformed_json"),
@@ -106,6 +110,31 @@ class JSONObjectParser(JSONParser):
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+
+
+def not_found_first(parse: Callable[[], T], lookup: Callable[[], object]) -> T:
+    """`parse()` the request; if it refuses the input, an unknown target is still 404 first.
+
+    The happy path reads nothing: the store's own statement finds the target
+    (and refuses an unknown one with 404). Only when the input is refused is
+    the target looked up, so another tenant's id is 404 whatever was sent.
+    """
+    try:
+        return parse()
+    except (exceptions.APIException, StateroomError):
+        lookup()
+        raise
+
+
+def validated(serializer_class, request, *, lookup: Callable[[], object]) -> dict:
+    """The request body's validated data (a dict), `not_found_first`."""
+
+    def parse() -> dict:
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    return not_found_first(parse, lookup)
 
 
 def parse_limit(request, default: int = DEFAULT_LIMIT) -> int:

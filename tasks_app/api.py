@@ -10,6 +10,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
+from stateroom.api import validated
 from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.ids import PUBLIC_ID_RE
 
@@ -198,10 +199,8 @@ def task_state(request, task_id: str):
 @api_view(["POST"])
 def checkpoint_create(request, task_id: str):
     store = _store(request)
-    store.load(task_id)
-    body = CheckpointIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    checkpoint = store.append_checkpoint(task_id=task_id, **body.validated_data)
+    data = validated(CheckpointIn, request, lookup=lambda: store.load(task_id))
+    checkpoint = store.append_checkpoint(task_id=task_id, **data)
     return Response(CheckpointCreatedOut(checkpoint).data, status=201)
 
 

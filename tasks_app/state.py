@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +95,48 @@ def _find_refusal(value: Any, path: str, _depth: int = 0) -> None:
             _find_refusal(item, f"{path}[{index}]", _depth + 1)
         return
     raise _refuse(path, value, f"a {_type_name(value)}, not JSON data")
+
+
+# A NUL character in canonical JSON text: `\u0000` after an even run of backslashes.
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def storable_json(value: Any, path: str = "state") -> str:
+    """The canonical JSON of plain domain data that PostgreSQL's jsonb can store.
+
+    `ensure_domain_data`, then the text: jsonb holds no NUL character and no
+    lone surrogate (Python's json module lets both through), so either is
+    refused as `not_serializable` naming the string, not left to fail in the
+    database. Returns the text, which callers store and measure as it is.
+    """
+    ensure_domain_data(value, path)
+    text = canonical_json(value)
+    if _NUL.search(text) or not _encodes(text):
+        _find_bad_text(value, path)
+    return text
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _find_bad_text(value: Any, path: str) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise _refuse(path, value, "text with a NUL character, which PostgreSQL cannot store")
+        if not _encodes(value):
+            raise _refuse(path, value, "text with a lone surrogate, not valid Unicode")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _find_bad_text(key, f"{path}[{key!r}]")
+            _find_bad_text(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _find_bad_text(item, f"{path}[{index}]")
 
 
 def canonical_json(value: Any) -> str:

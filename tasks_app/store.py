@@ -17,7 +17,7 @@ from stateroom.sql import columns, hot_cursor, model_from_row
 from tenancy_app.base_store import BaseStore
 
 from .models import TERMINAL_TASK_STATUSES, Task, TaskCheckpoint, TaskStatus
-from .state import DurableTaskState, canonical_json, ensure_domain_data
+from .state import DurableTaskState, ensure_domain_data, storable_json
 
 _TERMINAL = sorted(TERMINAL_TASK_STATUSES)
 assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint
@@ -211,12 +211,11 @@ class TaskStateStore(BaseStore):
             raise _invalid("schema_version", "must be an integer")
         if schema_version < 1:
             raise _invalid("schema_version", "must be at least 1")
-        ensure_domain_data(state, "state")
+        body = storable_json(state, "state")
         if not isinstance(state, dict):
             raise _invalid("state", "must be a JSON object")
         if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
             raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
-        body = canonical_json(state)
         checkpoint = TaskCheckpoint(
             tenant=self.tenant,
             checkpoint_id=new_public_id("ckpt"),

@@ -415,3 +415,32 @@ def test_redacted_record_still_answers_for_its_key(tenant_a, make_run, make_effe
                 run_id="R-101", idempotency_key="T-7:n1:send", tool_name="send_email", request={}
             )
     assert exc.value.code == "idempotency_key_reused"
+
+
+@pytest.mark.parametrize(
+    ("request_body", "path"),
+    [
+        ({"to": "ops\x00@example.com"}, "request.to"),
+        ({"lines": ["ok", "\ud800"]}, "request.lines[1]"),
+    ],
+)
+def test_text_jsonb_cannot_store_is_refused_not_a_server_error(
+    tenant_a, make_run, effect_store, request_body, path
+):
+    make_run(tenant_a)
+    with in_tenant(tenant_a), pytest.raises(Unprocessable) as refusal:
+        effect_store(tenant_a).record(
+            run_id="R-101", idempotency_key="k", tool_name="send", request=request_body
+        )
+    assert (refusal.value.code, refusal.value.details["path"]) == ("not_serializable", path)
+    assert snapshot(tenant_a) == []
+
+
+def test_the_text_backslash_u0000_is_an_ordinary_string(tenant_a, make_run, effect_store):
+    make_run(tenant_a)
+    with in_tenant(tenant_a):
+        _, created = effect_store(tenant_a).record(
+            run_id="R-101", idempotency_key="k", tool_name="send", request={"raw": "\\u0000"}
+        )
+    assert created
+    assert snapshot(tenant_a)[0][2] == {"raw": "\\u0000"}

@@ -423,3 +423,19 @@ def test_checkpoint_on_a_finished_task_is_refused_with_its_status(tenant_a):
         )
         assert not TaskCheckpoint.objects.filter(task__task_id="done").exists()
         assert Task.objects.get(task_id="done").last_checkpoint_seq == 0
+
+
+def test_checkpoint_with_text_jsonb_cannot_store_is_refused(tenant_a):
+    with in_tenant(tenant_a):
+        store = TaskStateStore(tenant_a, Actor.system("test"))
+        store.create(task_id="t", objective="o")
+        with pytest.raises(Unprocessable) as refusal:
+            store.append_checkpoint(
+                task_id="t", schema_version=1, state={"notes": ["fine", "nul\x00here"]}
+            )
+        assert (refusal.value.code, refusal.value.details) == (
+            "not_serializable",
+            {"path": "state.notes[1]", "type": "str"},
+        )
+        assert not TaskCheckpoint.objects.exists()
+        assert Task.objects.get(task_id="t").last_checkpoint_seq == 0
