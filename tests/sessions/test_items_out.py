@@ -1,26 +1,17 @@
 """`session_items_out` gives exactly what the `SessionItemOut` serializer gives."""
 
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from datetime import timezone as dt_timezone
-from typing import Any
 
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from sessions_app.models import SessionItem
 from sessions_app.serializers import SessionItemOut, session_items_out
+from sessions_app.store import StoredItem
 
-
-@dataclass(frozen=True)
-class Row:
-    seq: int
-    role: str
-    item_type: str
-    payload: dict[str, Any]
-    run_id: str
-    created_at: datetime
+Row = StoredItem  # what SessionStore.get_items returns
 
 
 ROWS = [
