@@ -9,7 +9,10 @@ Django's connection and transaction, wrapped like Django's own cursors, so
 query logging, `CaptureQueriesContext` and execute wrappers see it.
 
 On SQLite it is Django's ordinary cursor. Hot statements name their columns
-(no `*`): a prepared statement must keep its result shape.
+(no `*`): a prepared statement must keep its result shape. They bypass the
+django-scopes manager, so each filters on `tenant_id` itself, as every store
+query does; PostgreSQL's row-level security applies beneath them as it does
+beneath the ORM (the tenant transaction's `app.tenant_id`).
 """
 
 from __future__ import annotations
