@@ -17,3 +17,41 @@ def test_docs_page_loads_swagger_from_our_static_files_without_inline_script(cli
     init = client.get("/api/v1/docs/?script=")
     assert init.status_code == 200
     assert b"SwaggerUIBundle" in init.content
+
+
+def test_schema_is_generated_by_one_thread_at_a_time(monkeypatch, db):
+    """Concurrent schema requests of a threaded worker do not generate it at once."""
+    import threading
+    import time
+
+    from django.test import Client
+    from drf_spectacular.generators import SchemaGenerator
+
+    inside, most = [0], [0]
+    counting = threading.Lock()
+    real = SchemaGenerator.get_schema
+
+    def get_schema(self, *args, **kwargs):
+        with counting:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.05)  # hold the generator long enough for the others to arrive
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            with counting:
+                inside[0] -= 1
+
+    monkeypatch.setattr(SchemaGenerator, "get_schema", get_schema)
+    codes = []
+
+    def fetch() -> None:
+        codes.append(Client().get("/api/v1/schema/?format=json").status_code)
+
+    threads = [threading.Thread(target=fetch) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert codes == [200] * 4
+    assert most[0] == 1
