@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import JSONField, Model
+from django_scopes import get_scope
+from django_scopes.exceptions import ScopeError
 
 __all__ = ["columns", "db_datetime", "db_value", "hot_cursor", "insert_from", "model_from_row"]
 
@@ -33,7 +35,19 @@ M = TypeVar("M", bound=Model)
 
 
 @contextmanager
-def hot_cursor(using: str = DEFAULT_DB_ALIAS) -> Iterator[CursorWrapper]:
+def hot_cursor(
+    using: str = DEFAULT_DB_ALIAS, *, tenant_owned: bool = True
+) -> Iterator[CursorWrapper]:
+    """The hot-path cursor; for tenant-owned tables only inside a tenant scope.
+
+    Like django-scopes' manager, it raises ScopeError outside `in_tenant` (or
+    the request's scope) unless scopes are disabled: on PostgreSQL, RLS would
+    answer such a statement with nothing. `tenant_owned=False` is for the
+    statements that come before a tenant is known (token lookup, the tenant
+    setting itself).
+    """
+    if tenant_owned:
+        _require_tenant_scope()
     connection = connections[using]
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
@@ -47,6 +61,15 @@ def hot_cursor(using: str = DEFAULT_DB_ALIAS) -> Iterator[CursorWrapper]:
         yield _LoggedHotCursor(raw, connection)
     else:
         yield connection.make_cursor(raw)
+
+
+def _require_tenant_scope() -> None:
+    current = get_scope()
+    if current.get("_enabled", True) and "tenant" not in current:
+        raise ScopeError(
+            "A hot statement on tenant-owned tables ran outside a tenant scope;"
+            " enter in_tenant(tenant) first."
+        )
 
 
 def _raw_cursor(connection: Any) -> Any:

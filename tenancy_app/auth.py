@@ -39,7 +39,7 @@ def resolve_bearer(header: str | None) -> RuntimeToken | None:
     raw = raw.strip()
     if scheme.lower() != "bearer" or not raw:
         return None
-    with hot_cursor() as cursor:
+    with hot_cursor(tenant_owned=False) as cursor:
         cursor.execute(_RESOLVE_SQL, [hash_secret(raw)])
         row = cursor.fetchone()
     if row is None:

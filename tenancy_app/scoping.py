@@ -37,7 +37,7 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
         if connection.vendor != "postgresql":
             yield
             return
-        with hot_cursor(using) as cursor:
+        with hot_cursor(using, tenant_owned=False) as cursor:
             previous = None
             if nested:
                 cursor.execute("SELECT current_setting(%s, true)", [TENANT_SETTING])
@@ -47,7 +47,7 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
         # After a failure marked for rollback (an API error), the savepoint's
         # rollback restores the setting itself; no query may run before it.
         if nested and previous != str(tenant_id) and not connection.needs_rollback:
-            with hot_cursor(using) as cursor:
+            with hot_cursor(using, tenant_owned=False) as cursor:
                 cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, previous or ""])
 
 

@@ -6,6 +6,8 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_scopes import scopes_disabled
+from django_scopes.exceptions import ScopeError
 
 from effects_app.models import ExternalEffect
 from runs_app.models import Run
@@ -16,12 +18,21 @@ pytestmark = pytest.mark.django_db
 
 
 def test_hot_statements_are_captured_with_their_values():
-    with CaptureQueriesContext(connection) as ctx, hot_cursor() as cursor:
+    with CaptureQueriesContext(connection) as ctx, hot_cursor(tenant_owned=False) as cursor:
         cursor.execute("SELECT %s, %s", ["a'b", 7])
         assert cursor.fetchone() == ("a'b", 7)
     [query] = ctx.captured_queries
     assert "'a''b'" in query["sql"] and "7" in query["sql"]
     assert "$1" not in query["sql"] and "%s" not in query["sql"]
+
+
+def test_tenant_owned_statements_need_a_tenant_scope(tenant_a):
+    with pytest.raises(ScopeError), hot_cursor():
+        pass
+    with in_tenant(tenant_a), hot_cursor() as cursor:
+        cursor.execute("SELECT 1")
+    with scopes_disabled(), hot_cursor() as cursor:
+        cursor.execute("SELECT 1")
 
 
 def test_a_row_becomes_the_model_the_orm_would_build(tenant_a):
@@ -95,14 +106,14 @@ def test_datetimes_come_back_aware():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_cursor_is_reused_and_renewed_with_the_connection():
-    with hot_cursor() as first:
+    with hot_cursor(tenant_owned=False) as first:
         first.execute("SELECT 1")
-    with hot_cursor() as second:
+    with hot_cursor(tenant_owned=False) as second:
         second.execute("SELECT 2")
         assert second.fetchone() == (2,)
     assert first.cursor is second.cursor
     connection.close()
-    with hot_cursor() as third:
+    with hot_cursor(tenant_owned=False) as third:
         third.execute("SELECT now()")
         (now,) = third.fetchone()
     assert third.cursor is not first.cursor
@@ -112,7 +123,7 @@ def test_the_cursor_is_reused_and_renewed_with_the_connection():
 @pytest.mark.postgres
 def test_hot_statements_are_prepared_after_a_few_runs():
     for _ in range(6):
-        with hot_cursor() as cursor:
+        with hot_cursor(tenant_owned=False) as cursor:
             cursor.execute("SELECT %s::int + 1", [1])
     with connection.cursor() as cursor:
         cursor.execute(
