@@ -21,7 +21,7 @@ from approvals_app.models import ApprovalRequest
 from runs_app.models import Run
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from stateroom.ids import new_public_id
-from stateroom.sql import columns, hot_cursor, insert_from, model_from_row
+from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from tasks_app.state import canonical_json, digest, storable_json
 from tenancy_app.base_store import BaseStore
 
@@ -191,7 +191,7 @@ class EffectStore(BaseStore):
         if row is not None:
             effect = ExternalEffect(id=row[0], run_id=row[1], **values)
             effect._state.adding, effect._state.db = False, DEFAULT_DB_ALIAS
-            effect.run = _run_stub(effect.run_id, run_id)
+            effect.run = known(Run, effect.run_id, run_id=run_id)
             if approval is not None:
                 effect.approval = approval
             return effect, True
@@ -210,7 +210,7 @@ class EffectStore(BaseStore):
         if row is None:  # pragma: no cover - the key was just seen taken
             raise Conflict("The effect changed while recording; retry.", code="effect_contention")
         existing = model_from_row(ExternalEffect, row[:-1])
-        existing.run = _run_stub(existing.run_id, row[-1])
+        existing.run = known(Run, existing.run_id, run_id=row[-1])
         return self._same_request(existing, wanted), False
 
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
@@ -336,8 +336,3 @@ class EffectStore(BaseStore):
                 },
             )
         return existing
-
-
-def _run_stub(pk: int, run_id: str) -> Run:
-    """The effect's run as far as it is known; any other field loads on first use."""
-    return Run.from_db(DEFAULT_DB_ALIAS, ["id", "run_id"], [pk, run_id])

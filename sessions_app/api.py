@@ -15,7 +15,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page, not_found_first, parse_int_param, parse_limit
+from stateroom.api import keyset_page, not_found_first, parse_int_param, parse_limit, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_WRITE, error
 
 from .models import Session, SessionStatus
@@ -54,12 +54,7 @@ def _after_lookup(store: SessionStore, session_id: str, parse: Callable[[], Any]
 
 
 def _body(request, serializer_class, store: SessionStore, session_id: str) -> dict:
-    def parse() -> dict:
-        serializer = serializer_class(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
-
-    return _after_lookup(store, session_id, parse)
+    return validated(serializer_class, request, lookup=lambda: store.get(session_id))
 
 
 @extend_schema(

@@ -29,7 +29,15 @@ from django.db.models import JSONField, Model
 from django_scopes import get_scope
 from django_scopes.exceptions import ScopeError
 
-__all__ = ["columns", "db_datetime", "db_value", "hot_cursor", "insert_from", "model_from_row"]
+__all__ = [
+    "columns",
+    "db_datetime",
+    "db_value",
+    "hot_cursor",
+    "insert_from",
+    "known",
+    "model_from_row",
+]
 
 M = TypeVar("M", bound=Model)
 
@@ -208,3 +216,14 @@ def _insert_fields(model: type[Model]) -> list[tuple[Any, bool]]:
         for field in model._meta.concrete_fields
         if not field.primary_key
     ]
+
+
+def known(model: type[M], pk: int, **fields: Any) -> M:
+    """An instance of `model` with only `pk` and `fields` known; any other field loads on use.
+
+    For a related object whose id and public id a hot statement already has
+    (a checkpoint's task, an effect's run), so serializing them costs no query.
+    """
+    values = {model._meta.pk.attname: pk, **fields}
+    names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
+    return model.from_db(DEFAULT_DB_ALIAS, names, [values[name] for name in names])

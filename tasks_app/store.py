@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
-from stateroom.sql import columns, hot_cursor, model_from_row
+from stateroom.sql import columns, hot_cursor, known, model_from_row
 from tenancy_app.base_store import BaseStore
 
 from .models import TERMINAL_TASK_STATUSES, Task, TaskCheckpoint, TaskStatus
@@ -24,11 +24,6 @@ assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint
 _TASKS = Task._meta.db_table
 _CHECKPOINTS = TaskCheckpoint._meta.db_table
 _CHECKPOINT_COLUMNS = columns(TaskCheckpoint)
-
-
-def _task_stub(pk: int, task_id: str) -> Task:
-    """The checkpoint's task as far as it is known; any other field loads on first use."""
-    return Task.from_db(DEFAULT_DB_ALIAS, ["id", "task_id"], [pk, task_id])
 
 
 __all__ = ["DurableTaskState", "TaskStateStore"]
@@ -116,7 +111,7 @@ class TaskStateStore(BaseStore):
             self.load(task_id)  # 404 for an unknown task
             raise NotFound("This task has no checkpoint yet.", details={"task_id": task_id})
         checkpoint = model_from_row(TaskCheckpoint, row)
-        checkpoint.task = _task_stub(checkpoint.task_id, task_id)
+        checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
         return checkpoint
 
     def get_checkpoint(self, *, task_id: str, checkpoint_id: str) -> TaskCheckpoint:
@@ -274,7 +269,7 @@ class TaskStateStore(BaseStore):
                 code="invalid_transition",
                 details={"status": task.status},
             )
-        checkpoint.task = _task_stub(checkpoint.task_id, task_id)
+        checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
         return checkpoint
 
     @staticmethod

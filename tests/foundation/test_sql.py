@@ -11,7 +11,7 @@ from django_scopes.exceptions import ScopeError
 
 from effects_app.models import ExternalEffect
 from runs_app.models import Run
-from stateroom.sql import columns, db_datetime, hot_cursor, insert_from, model_from_row
+from stateroom.sql import columns, db_datetime, hot_cursor, insert_from, known, model_from_row
 from tenancy_app.scoping import in_tenant
 
 pytestmark = pytest.mark.django_db
@@ -130,3 +130,15 @@ def test_hot_statements_are_prepared_after_a_few_runs():
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'SELECT $1::int + 1'"
         )
         assert cursor.fetchone() == (1,)
+
+
+def test_a_known_instance_loads_the_rest_on_use(tenant_a):
+    with in_tenant(tenant_a):
+        run = Run.objects.create(
+            tenant=tenant_a, run_id="r-1", turn_index=4, created_at=db_now(), updated_at=db_now()
+        )
+        stub = known(Run, run.pk, turn_index=4, run_id="r-1")
+        with CaptureQueriesContext(connection) as ctx:
+            assert (stub.pk, stub.run_id, stub.turn_index) == (run.pk, "r-1", 4)
+        assert ctx.captured_queries == []
+        assert stub.status == "created"  # deferred: read on first use
