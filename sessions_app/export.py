@@ -24,8 +24,8 @@ from runs_app.store import RunStateStore
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant, read_in_chunks
 
-from .models import Session, SessionItem
-from .store import SessionStore
+from .models import Session
+from .store import SessionStore, StoredItem
 from .timeline import item_text
 
 CHUNK = 500
@@ -57,7 +57,7 @@ def session_record(session: Session) -> dict[str, Any]:
     }
 
 
-def item_record(item: SessionItem) -> dict[str, Any]:
+def item_record(item: StoredItem) -> dict[str, Any]:
     return {
         "type": "item",
         "seq": item.seq,
@@ -89,7 +89,7 @@ def records(tenant: Tenant, actor: Actor, session: Session) -> Iterator[dict[str
     """The session, its items in seq order, then the audit events about it, its runs, their approvals and effects."""
     yield session_record(session)
 
-    def items(after: int, size: int) -> list[SessionItem]:
+    def items(after: int, size: int) -> list[StoredItem]:
         return SessionStore(tenant, actor).get_items(
             session_id=session.session_id, after_seq=after, limit=size
         )

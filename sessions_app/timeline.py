@@ -30,8 +30,8 @@ from effects_app.models import ExternalEffect
 from runs_app.models import RunTransition
 from tenancy_app.models import Tenant
 
-from .models import Session, SessionAttachment, SessionItem
-from .store import SessionStore
+from .models import Session, SessionAttachment
+from .store import SessionStore, StoredItem
 
 PAGE_SIZE = 50
 SIDE_LIMIT = 200
@@ -129,7 +129,7 @@ class SessionTimeline:
 
     def _items(
         self, session: Session, before_seq: int | None, size: int
-    ) -> tuple[list[SessionItem], SessionItem | None, bool]:
+    ) -> tuple[list[StoredItem], StoredItem | None, bool]:
         """The page's items, the item just newer than the page (if any), and whether older exist.
 
         One read of at most size + 2 rows: one older probe, the page, and the
