@@ -1,4 +1,8 @@
-"""The asynchronous Stateroom client: the same methods as `StateroomClient`, awaited."""
+"""The asynchronous Stateroom client.
+
+The source of `client.py` too: `scripts/generate_sync_client.py` generates the synchronous
+client from this file (the same methods, not awaited). Edit this one.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ E = Endpoints
 
 
 class AsyncStateroomClient:
-    """Async typed client of the Stateroom runtime API (`/api/v1`); see `StateroomClient`.
+    """Typed client of the Stateroom runtime API (`/api/v1`).
 
     `base_url` is the server (``http://host:8000``) or its API root; `token` a
     runtime token (or an operator token, for `decide_approval`). Use it as a
