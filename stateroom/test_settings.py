@@ -1,6 +1,7 @@
 """Settings for the test suite: the production module with test conveniences on.
 
-DATABASE_URL still decides the database (SQLite by default, PostgreSQL in CI).
+The database is chosen as for the app (stateroom/database.py): DATABASE_URL when
+set (CI), else the embedded PostgreSQL.
 """
 
 import os

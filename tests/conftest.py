@@ -1,17 +1,20 @@
 """Shared fixtures: tenants, people of each role, runtime tokens, API clients.
 
-Tests marked `postgres` need PostgreSQL; outside CI they skip with a reason
-on SQLite, and in CI (CI=true) a missing infrastructure fails the test.
+The test databases are created and migrated by the owner role; the tests
+then connect as the app role (NOSUPERUSER NOBYPASSRLS, owns no table), as
+the app does in production. Infrastructure a test needs (Redis, Chromium)
+is required: outside CI a test may skip with the reason, in CI (CI=true)
+it fails instead.
 """
 
 import os
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from audit_app.actor import Actor
+from stateroom.database import as_app, as_owner
 from tenancy_app.models import Membership, Role, Tenant, TokenRole
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
@@ -29,11 +32,70 @@ def require_infrastructure(ok: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-def pytest_runtest_setup(item):
-    if item.get_closest_marker("postgres"):
-        require_infrastructure(
-            settings.IS_POSTGRES, "needs PostgreSQL: set DATABASE_URL (see README, Testing)"
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings):
+    """The test databases are created, migrated and dropped by the owner role..."""
+    with as_owner():
+        yield
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """...and the tests connect as the app role, as the app does."""
+    with as_app():
+        yield
+
+
+@pytest.fixture
+def owner_sql():
+    """Run SQL as the owner role on the test database, in its own committed connection.
+
+    For what the app role may not do (tamper with the audit table, change a
+    role): the owner is still subject to forced row-level security, so a
+    `tenant` argument sets `app.tenant_id` first. Pair it with
+    `django_db(transaction=True)` to see rows a test wrote.
+    """
+    import psycopg
+    from django.conf import settings
+    from django.db import connection
+
+    from stateroom.database import url_of
+
+    assert settings.DATABASE_OWNER, "the tests need an owner role (DATABASE_OWNER_URL)"
+    url = url_of(connection.settings_dict, role=settings.DATABASE_OWNER)
+
+    def run(*statements, tenant=None):
+        """Each statement is SQL or (SQL, parameters); one transaction; the last one's rows."""
+        with psycopg.connect(url, autocommit=tenant is None) as conn:
+            if tenant is not None:
+                conn.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant.pk)])
+            for statement in statements:
+                sql, params = (statement, ()) if isinstance(statement, str) else statement
+                cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else cursor.rowcount
+
+    return run
+
+
+@pytest.fixture
+def tamper_audit(owner_sql):
+    """Rewrite one audit event's reason as only the tables' owner can (trigger off and on).
+
+    The test must be `django_db(transaction=True)`: the owner's connection sees committed rows.
+    """
+
+    def tamper(tenant, seq: int, reason: str) -> None:
+        owner_sql(
+            "ALTER TABLE audit_app_auditevent DISABLE TRIGGER audit_event_append_only",
+            (
+                "UPDATE audit_app_auditevent SET reason = %s WHERE tenant_id = %s AND seq = %s",
+                [reason, tenant.pk, seq],
+            ),
+            "ALTER TABLE audit_app_auditevent ENABLE TRIGGER audit_event_append_only",
+            tenant=tenant,
         )
+
+    return tamper
 
 
 @pytest.fixture

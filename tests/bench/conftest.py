@@ -1,8 +1,8 @@
 """Data for the EXPLAIN checks: two tenants with enough rows that a missing index shows.
 
 Loaded with the bench's own generator (bench/generate.py) on Django's
-cursor, inside the test's transaction, then ANALYZEd so the planner knows
-the sizes (ANALYZE sees the transaction's own rows).
+cursor as the app role, committed, then ANALYZEd by the owner role (only a
+table's owner may) so the planner knows the sizes.
 """
 
 import dataclasses
@@ -69,11 +69,12 @@ def tenant_tables() -> set[str]:
 
 
 @pytest.fixture
-def bench_data(db):
+def bench_data(transactional_db, owner_sql):
     """(tenant, admin user) of the checked tenant; a bigger second tenant shares the tables.
 
-    Loaded in the test's own transaction (rolled back after it). One test uses
-    it, so under pytest-xdist the load happens once, on one worker.
+    Committed (the owner's ANALYZE must see the rows) and flushed after the
+    test. One test uses it, so under pytest-xdist the load happens once, on
+    one worker.
     """
     now = timezone.now()
     user = get_user_model().objects.create_user(username="explain-admin")
@@ -100,11 +101,5 @@ def bench_data(db):
                         phase=phase,
                         part=(chunk, CHUNKS),
                     )
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE " + ", ".join(sorted(tenant_tables())))
-    with connection.cursor() as cursor:
-        # Run the load's deferred foreign-key checks now, while the statistics are
-        # fresh (Django runs them at teardown otherwise, much slower).
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    owner_sql("ANALYZE " + ", ".join(sorted(tenant_tables())))
     return tenants[0], user

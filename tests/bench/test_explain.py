@@ -24,7 +24,7 @@ from tests.conftest import login
 
 from .conftest import tenant_tables
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 _SKIP = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK", "BEGIN", "COMMIT")
 _SKIP_CALLS = ("SELECT set_config(", "SELECT current_setting(", "SELECT pg_advisory_xact_lock(")

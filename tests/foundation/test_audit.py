@@ -1,3 +1,4 @@
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
@@ -48,46 +49,41 @@ def test_record_event_outside_a_transaction_is_refused(make_tenant):
         )
 
 
-def tamper(event_id: int, reason: str) -> None:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending FK triggers before ALTER
-            # Only the table owner can do this (migrations run as a separate
-            # owner role in production, see README); the trigger blocks the app.
-            cursor.execute(
-                "ALTER TABLE audit_app_auditevent DISABLE TRIGGER audit_event_append_only"
-            )
-        cursor.execute(
-            "UPDATE audit_app_auditevent SET reason = %s WHERE id = %s", [reason, event_id]
-        )
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "ALTER TABLE audit_app_auditevent ENABLE TRIGGER audit_event_append_only"
-            )
-
-
-def test_verify_audit_command_fails_on_tampered_row(tenant_a, capsys):
+@pytest.mark.django_db(transaction=True)
+def test_verify_audit_command_fails_on_tampered_row(tenant_a, tamper_audit, capsys):
     record(tenant_a, 3)
     call_command("verify_audit")
     assert "ok: tenant acme" in capsys.readouterr().out
-    with in_tenant(tenant_a):
-        second = AuditEvent.objects.get(seq=2)
-        tamper(second.pk, "nothing to see")
+    # Only the tables' owner can switch the append-only trigger off; the app role cannot.
+    tamper_audit(tenant_a, 2, "nothing to see")
     with pytest.raises(SystemExit) as exit_info:
         call_command("verify_audit", "--tenant", "acme")
     assert exit_info.value.code == 1
     assert "event #2" in capsys.readouterr().err
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize(
     "statement",
     ["UPDATE audit_app_auditevent SET reason = 'x'", "DELETE FROM audit_app_auditevent"],
 )
-def test_audit_rows_cannot_be_updated_or_deleted(tenant_a, statement):
+@pytest.mark.django_db(transaction=True)
+def test_audit_rows_cannot_be_updated_or_deleted(tenant_a, owner_sql, statement):
     record(tenant_a, 1)
+    # The app role has no UPDATE or DELETE privilege on the table...
     with in_tenant(tenant_a):
-        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        with pytest.raises(DatabaseError, match="permission denied"), transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(statement)
+    # ...and even the owner meets the append-only trigger.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+        owner_sql(statement, tenant=tenant_a)
+    with in_tenant(tenant_a):
         assert AuditEvent.objects.get().reason == "test"
+
+
+def test_app_role_cannot_disable_the_append_only_trigger(tenant_a):
+    with pytest.raises(DatabaseError, match="must be owner"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "ALTER TABLE audit_app_auditevent DISABLE TRIGGER audit_event_append_only"
+            )

@@ -176,15 +176,11 @@ def audit_actions(tenant: Tenant, target_id: str | None = None) -> list[str]:
 
 def database_url() -> str:
     """The URL of the database this test process uses (the test database), for subprocesses."""
-    from urllib.parse import quote
-
     from django.db import connection
 
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "", safe="")
-    if s.get("PASSWORD"):
-        auth += ":" + quote(s["PASSWORD"], safe="")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    from stateroom.database import url_of
+
+    return url_of(connection.settings_dict)
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
@@ -193,6 +189,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
     env = dict(os.environ)
     env.pop("STATEROOM_TEST_DB_SUFFIX", None)
+    env.pop("DATABASE_OWNER_URL", None)  # the subprocess is the app, on the test database
     env.update(
         DJANGO_SETTINGS_MODULE="stateroom.test_settings",
         DATABASE_URL=database_url(),

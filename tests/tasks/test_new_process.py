@@ -1,8 +1,7 @@
 """Seed 000, "how to verify": a DurableTaskState saved by one process is continued by
 another that shares nothing with it but the database (no old process objects).
 
-PostgreSQL only: the subprocess must reach the test database, and on SQLite the
-test database lives in the memory of this process.
+The subprocess reaches the test database as the app role, through its own connection.
 """
 
 import json
@@ -12,12 +11,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.db import connection
 
 from audit_app.actor import Actor
+from stateroom.database import url_of
 from stateroom.errors import Unprocessable
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
@@ -75,14 +74,9 @@ print(json.dumps({
 
 
 def database_url_of_test_db() -> str:
-    s = connection.settings_dict
-    return (
-        f"postgres://{quote(s['USER'], safe='')}:{quote(s['PASSWORD'], safe='')}"
-        f"@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-    )
+    return url_of(connection.settings_dict)
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_saved_task_state_is_continued_by_a_new_process(tenant_a):
     store = TaskStateStore(tenant_a, Actor.system("worker-1"))
@@ -110,6 +104,7 @@ def test_saved_task_state_is_continued_by_a_new_process(tenant_a):
             )
 
     env = {**os.environ, "DATABASE_URL": database_url_of_test_db()}
+    env.pop("DATABASE_OWNER_URL", None)
     env["DJANGO_SETTINGS_MODULE"] = "stateroom.test_settings"
     env.pop("STATEROOM_TEST_DB_SUFFIX", None)
     done = subprocess.run(
