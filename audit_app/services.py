@@ -73,9 +73,8 @@ def record_event(
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
         raise RuntimeError("audit events are recorded inside the transaction of the change")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_AUDIT_LOCK_CLASS, tenant.pk])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_AUDIT_LOCK_CLASS, tenant.pk])
     last = AuditEvent.objects.filter(tenant=tenant).order_by("-seq").values("seq", "hash").first()
     event = AuditEvent(
         tenant=tenant,

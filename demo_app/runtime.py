@@ -608,8 +608,9 @@ async def main(url: str, tokens: dict[str, str], *, cap: int = 12) -> None:
             await asyncio.sleep(1)
         stop.set()
 
-    # Few concurrent work requests per tenant (the demo's SQLite serializes
-    # writers); the long-polls, which mostly sleep on the server, get their own pool.
+    # Few concurrent work requests per tenant (the demo serves them with one
+    # development server); the long-polls, which mostly sleep on the server,
+    # get their own pool.
     workers = {
         slug: AsyncStateroomClient(
             url,

@@ -607,11 +607,11 @@ class RunStateStore(BaseStore):
     ) -> Run | None:
         """One conditional `UPDATE … RETURNING` of this tenant's run; None if no row matched.
 
-        PostgreSQL and SQLite (>= 3.35) both evaluate every right-hand side on
-        the old row, so `previous_status = status` keeps the status it replaces.
-        With a `transition`, the RunTransition row of the change is inserted
-        too: on PostgreSQL from the UPDATE's RETURNING row in the same
-        statement (one round trip for a compare-and-set), elsewhere after it.
+        PostgreSQL evaluates every right-hand side on the old row, so
+        `previous_status = status` keeps the status it replaces. With a
+        `transition`, the RunTransition row of the change is inserted from the
+        UPDATE's RETURNING row in the same statement: one round trip for a
+        compare-and-set.
         """
         qn = connection.ops.quote_name
         assignments: list[str] = []
@@ -636,9 +636,7 @@ class RunStateStore(BaseStore):
             f"UPDATE {_RUNS} SET {', '.join(assignments)} "
             f"WHERE {' AND '.join(clauses)} RETURNING {_RUN_COLUMNS}"
         )
-        postgres = connection.vendor == "postgresql"
-        in_statement = transition is not None and postgres
-        if in_statement:
+        if transition is not None:
             sql = (
                 f"WITH r AS ({sql}), t AS (INSERT INTO {_TRANSITIONS} (tenant_id, run_id, version,"
                 " from_status, to_status, changes, actor_label, created_at)"
@@ -650,7 +648,7 @@ class RunStateStore(BaseStore):
                 self._transition_label(transition.worker),
                 transition.now,
             ]
-        elif postgres:
+        else:
             sql = f"WITH r AS ({sql}) SELECT {_RUN_COLUMNS}, {_PUBLIC_IDS} FROM r"
         with hot_cursor() as cursor:
             cursor.execute(sql, params)
@@ -658,16 +656,7 @@ class RunStateStore(BaseStore):
         if row is None:
             return None
         run = model_from_row(Run, row[:_RUN_WIDTH])
-        if postgres:
-            run.session_public_id, run.task_public_id = row[_RUN_WIDTH:]
-        if transition is not None and not in_statement:
-            self._record_transition(
-                run,
-                from_status=run.previous_status,
-                changes=transition.changes,
-                worker=transition.worker,
-                now=transition.now,
-            )
+        run.session_public_id, run.task_public_id = row[_RUN_WIDTH:]
         return run
 
     def _why_refused(

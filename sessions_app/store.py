@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, Q, QuerySet
 
 from audit_app.actor import Actor
@@ -51,7 +51,7 @@ from audit_app.services import record_event
 from runs_app.models import Run
 from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
-from stateroom.sql import db_datetime, hot_cursor
+from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 
 from .models import (
@@ -233,7 +233,7 @@ class SessionStore(BaseStore):
             rows.reverse()
         loads = json.loads
         return [
-            StoredItem(seq, role, item_type, loads(payload), run_id, db_datetime(created_at))
+            StoredItem(seq, role, item_type, loads(payload), run_id, created_at)
             for seq, role, item_type, payload, run_id, created_at in rows
         ]
 
@@ -413,13 +413,12 @@ class SessionStore(BaseStore):
     ) -> AppendResult:
         """Append conversation items with gap-free, commit-ordered `seq`s.
 
-        Hot path: one conditional `UPDATE … SET last_seq = last_seq + n …
-        RETURNING` claims the seqs (its row lock serializes appenders of the
-        session until commit, so seqs are handed out in commit order and a
-        rolled-back append returns its seqs), then one bulk INSERT. With an
-        idempotency key, one more INSERT records it; a retry of the key fails
-        that INSERT on the unique constraint, its savepoint undoes the claim,
-        and the original seqs are returned.
+        Hot path: one statement (`_append_in_one_statement`) claims the seqs
+        with a conditional `UPDATE … SET last_seq = last_seq + n … RETURNING`
+        (its row lock serializes appenders of the session until commit, so
+        seqs are handed out in commit order and a rolled-back append returns
+        its seqs), records the idempotency key and inserts the items. When it
+        matches nothing, `_refuse_append` says why, or replays a known key.
         """
         rows = _validated_items(items)
         errors: dict[str, list[str]] = {}
@@ -436,51 +435,11 @@ class SessionStore(BaseStore):
         digest = _request_digest(rows, run_id) if idempotency_key is not None else ""
         for _attempt in range(3):
             now = self.now()
-            if connection.vendor == "postgresql":
-                appended = self._append_in_one_statement(
-                    session_id, rows, run_id, idempotency_key, digest, now
-                )
-                if appended is not None:
-                    return appended
-                replayed = self._refuse_append(session_id, run_id, idempotency_key, digest)
-                if replayed is not None:
-                    return replayed
-                continue
-            try:
-                # Without a key nothing inside can fail by design, so no
-                # savepoint: two fewer round trips on the hot path.
-                with transaction.atomic(savepoint=idempotency_key is not None):
-                    claimed = self._claim_seqs(session_id, len(rows), run_id, now)
-                    if claimed is not None:
-                        session_pk, last_seq = claimed
-                        first_seq = last_seq - len(rows) + 1
-                        if idempotency_key is not None:
-                            ItemAppend.objects.create(
-                                tenant=self.tenant,
-                                session_id=session_pk,
-                                idempotency_key=idempotency_key,
-                                request_digest=digest,
-                                first_seq=first_seq,
-                                last_seq=last_seq,
-                                created_at=now,
-                            )
-                        SessionItem.objects.bulk_create(
-                            SessionItem(
-                                tenant=self.tenant,
-                                session_id=session_pk,
-                                seq=first_seq + offset,
-                                run_id=run_id,
-                                created_at=now,
-                                **row,
-                            )
-                            for offset, row in enumerate(rows)
-                        )
-                        return AppendResult(first_seq, last_seq, created=True)
-            except IntegrityError:
-                previous = self._previous_append(session_id, idempotency_key)
-                if previous is None:
-                    raise
-                return _replay(previous, digest)
+            appended = self._append_in_one_statement(
+                session_id, rows, run_id, idempotency_key, digest, now
+            )
+            if appended is not None:
+                return appended
             replayed = self._refuse_append(session_id, run_id, idempotency_key, digest)
             if replayed is not None:
                 return replayed
@@ -711,16 +670,6 @@ class SessionStore(BaseStore):
             Actor.system(label), request_id=self.actor.request_id or uuid.uuid4().hex
         )
 
-    def _claim_seqs(
-        self, session_id: str, count: int, run_id: str, now: datetime
-    ) -> tuple[int, int] | None:
-        """Advance `last_seq` by `count` on a writable session; (pk, new last_seq) or None."""
-        sql, params = self._claim_sql(session_id, count, run_id, now)
-        with hot_cursor() as cursor:
-            cursor.execute(sql + " RETURNING id, last_seq", params)
-            row = cursor.fetchone()
-        return (row[0], row[1]) if row else None
-
     def _claim_sql(
         self, session_id: str, count: int, run_id: str, now: datetime
     ) -> tuple[str, list[Any]]:
@@ -729,7 +678,6 @@ class SessionStore(BaseStore):
         Raw SQL for `RETURNING`; RLS still applies on PostgreSQL, and the
         tenant is filtered explicitly as everywhere else.
         """
-        stamp = connection.ops.adapt_datetimefield_value(now)
         sql = (
             f"UPDATE {_SESSIONS} SET last_seq = last_seq + %s, last_active_at = %s, status = %s"
             f" WHERE tenant_id = %s AND session_id = %s AND status IN (%s, %s)"
@@ -737,12 +685,12 @@ class SessionStore(BaseStore):
         )
         params: list[Any] = [
             count,
-            stamp,
+            now,
             SessionStatus.ACTIVE.value,
             self.tenant.pk,
             session_id,
             *(s.value for s in LIVE_STATUSES),
-            stamp,
+            now,
         ]
         if run_id:
             # The writing run must be attached to this session, or be one of its runs.
@@ -766,7 +714,7 @@ class SessionStore(BaseStore):
     ) -> AppendResult | None:
         """PostgreSQL: claim the seqs, record the key and insert the items in one statement.
 
-        The claim is `_claim_seqs`'s conditional UPDATE, which also refuses a
+        The claim is `_claim_sql`'s conditional UPDATE, which also refuses a
         key this session already recorded; the key and the items are inserted
         from its RETURNING row in the same statement. None when the session is
         not writable or the key is known (the caller finds out which).

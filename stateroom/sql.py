@@ -8,8 +8,8 @@ statements psycopg prepares after `DB_PREPARE_THRESHOLD` runs. It is still
 Django's connection and transaction, wrapped like Django's own cursors, so
 query logging, `CaptureQueriesContext` and execute wrappers see it.
 
-On SQLite it is Django's ordinary cursor. Hot statements name their columns
-(no `*`): a prepared statement must keep its result shape. They bypass the
+Hot statements name their columns (no `*`): a prepared statement must keep
+its result shape. They bypass the
 django-scopes manager, so each filters on `tenant_id` itself, as every store
 query does; PostgreSQL's row-level security applies beneath them as it does
 beneath the ORM (the tenant transaction's `app.tenant_id`).
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
 
@@ -31,7 +31,6 @@ from django_scopes.exceptions import ScopeError
 
 __all__ = [
     "columns",
-    "db_datetime",
     "db_value",
     "hot_cursor",
     "insert_from",
@@ -57,10 +56,6 @@ def hot_cursor(
     if tenant_owned:
         _require_tenant_scope()
     connection = connections[using]
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            yield cursor
-        return
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
@@ -110,18 +105,6 @@ class _LoggedHotCursor(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
-def db_datetime(value: datetime | str) -> datetime:
-    """A datetime column as a raw cursor returns it, made aware.
-
-    PostgreSQL gives aware datetimes; SQLite gives naive UTC ones (or text).
-    """
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value
-
-
 def columns(model: type[Model], table: str | None = None) -> str:
     """Every concrete column of `model`, quoted, for a hot statement's SELECT or RETURNING."""
     prefix = f"{table}." if table else ""
@@ -131,7 +114,7 @@ def columns(model: type[Model], table: str | None = None) -> str:
 def model_from_row(model: type[M], row: Sequence[Any], using: str = DEFAULT_DB_ALIAS) -> M:
     """An instance of `model` from a row of `columns(model)`, converted as the ORM converts."""
     connection = connections[using]
-    converters = _converters(model, connection.vendor, using)
+    converters = _converters(model, using)
     values = list(row)
     for index, field_converters in converters:
         value = values[index]
@@ -147,7 +130,7 @@ def _attnames(model: type[Model]) -> list[str]:
 
 
 @cache
-def _converters(model: type[Model], vendor: str, using: str) -> list[tuple[int, list]]:
+def _converters(model: type[Model], using: str) -> list[tuple[int, list]]:
     connection = connections[using]
     found = []
     for index, field in enumerate(model._meta.concrete_fields):
@@ -169,14 +152,12 @@ def insert_from(
 
     `values` maps attnames to values; a column it leaves out gets its field's
     default. Every column but the primary key is prepared as `save()`
-    prepares it (plain strings, numbers, None and, on PostgreSQL, aware
-    datetimes need no preparing). `expressions` puts SQL in place of a
+    prepares it (plain strings, numbers, None and aware datetimes need no
+    preparing). `expressions` puts SQL in place of a
     column's value (e.g. `r.id` from a joined row), so a hot INSERT … SELECT
     can look up and insert at once, without building a model instance first.
     """
-    connection = connections[DEFAULT_DB_ALIAS]
     expressions = expressions or {}
-    postgres = connection.vendor == "postgresql"
     names, selects, params = [], [], []
     for field, is_json in _insert_fields(model):
         names.append(f'"{field.column}"')
@@ -185,24 +166,23 @@ def insert_from(
             continue
         selects.append("%s")
         value = values[field.attname] if field.attname in values else field.get_default()
-        params.append(db_value(field, value, is_json=is_json, postgres=postgres))
+        params.append(db_value(field, value, is_json=is_json))
     return ", ".join(names), ", ".join(selects), params
 
 
-def db_value(field: Any, value: Any, *, is_json: bool | None = None, postgres: bool | None = None):
+def db_value(field: Any, value: Any, *, is_json: bool | None = None):
     """`value` as a parameter for `field`'s column, as `save()` prepares it.
 
-    Plain strings, numbers, None and (on PostgreSQL) aware datetimes go as
-    they are; JSON is always encoded (a str is a JSON string, not JSON text).
+    Plain strings, numbers, None and aware datetimes (bound as timestamptz,
+    the one datetime binding of every store) go as they are; JSON is always
+    encoded (a str is a JSON string, not JSON text).
     """
     if is_json is None:
         is_json = isinstance(field, JSONField)
-    if postgres is None:
-        postgres = connections[DEFAULT_DB_ALIAS].vendor == "postgresql"
     if not is_json and (
         value is None
         or type(value) in (str, int, bool)
-        or (postgres and isinstance(value, datetime) and value.tzinfo is not None)
+        or (isinstance(value, datetime) and value.tzinfo is not None)
     ):
         return value
     return field.get_db_prep_save(value, connections[DEFAULT_DB_ALIAS])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.db.models import QuerySet
 
 from stateroom.errors import Conflict, NotFound, Unprocessable
@@ -198,8 +198,8 @@ class TaskStateStore(BaseStore):
         RETURNING`, whose row lock orders concurrent appends to one task, so
         seqs are gap-free and follow commit order; the UPDATE also refuses a
         finished task. The task's `version` is not bumped: it counts state
-        saves, and a checkpoint does not change those fields. On PostgreSQL
-        the checkpoint row is inserted in the same statement. The state is
+        saves, and a checkpoint does not change those fields. The checkpoint
+        row is inserted in the same statement. The state is
         serialized once: its canonical JSON is both the stored body and its size.
         """
         if isinstance(schema_version, bool) or not isinstance(schema_version, int):
@@ -234,34 +234,27 @@ class TaskStateStore(BaseStore):
             task_id,
             *_TERMINAL,
         ]
-        with transaction.atomic(savepoint=False), hot_cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"WITH t AS ({claim}), c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id,"
-                    " checkpoint_id, seq, schema_version, node_id, state, size_bytes, created_at)"
-                    " SELECT %s, t.id, %s, t.last_checkpoint_seq, %s, %s, %s::jsonb, %s, %s FROM t"
-                    " RETURNING id) SELECT t.id, t.last_checkpoint_seq, c.id FROM t, c",
-                    [
-                        *params,
-                        self.tenant.pk,
-                        checkpoint.checkpoint_id,
-                        schema_version,
-                        node_id,
-                        body,
-                        checkpoint.size_bytes,
-                        checkpoint.created_at,
-                    ],
-                )
-                row = cursor.fetchone()
-                if row is not None:
-                    checkpoint.task_id, checkpoint.seq, checkpoint.pk = row
-                    checkpoint._state.adding, checkpoint._state.db = False, DEFAULT_DB_ALIAS
-            else:
-                cursor.execute(claim, params)
-                row = cursor.fetchone()
-                if row is not None:
-                    checkpoint.task_id, checkpoint.seq = row
-                    checkpoint.save(force_insert=True)
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"WITH t AS ({claim}), c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id,"
+                " checkpoint_id, seq, schema_version, node_id, state, size_bytes, created_at)"
+                " SELECT %s, t.id, %s, t.last_checkpoint_seq, %s, %s, %s::jsonb, %s, %s FROM t"
+                " RETURNING id) SELECT t.id, t.last_checkpoint_seq, c.id FROM t, c",
+                [
+                    *params,
+                    self.tenant.pk,
+                    checkpoint.checkpoint_id,
+                    schema_version,
+                    node_id,
+                    body,
+                    checkpoint.size_bytes,
+                    checkpoint.created_at,
+                ],
+            )
+            row = cursor.fetchone()
+        if row is not None:
+            checkpoint.task_id, checkpoint.seq, checkpoint.pk = row
+            checkpoint._state.adding, checkpoint._state.db = False, DEFAULT_DB_ALIAS
         if row is None:
             task = self.load(task_id)  # 404 for an unknown task
             raise Conflict(

@@ -2,8 +2,8 @@
 
 The migration that creates a tenant-owned table adds
 `EnableRowLevelSecurity("model")` right after `CreateModel`, so the policy
-exists from the first row on. On other databases the operation does nothing;
-django-scopes is then the only layer.
+exists from the first row on. Migrations run as the owner role, which FORCE
+subjects to the policy too; the app role owns no table.
 """
 
 from django.db import migrations
@@ -26,8 +26,6 @@ class EnableRowLevelSecurity(migrations.operations.base.Operation):
         return state.apps.get_model(app_label, self.model_name)._meta.db_table
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state) -> None:
-        if schema_editor.connection.vendor != "postgresql":
-            return
         table = schema_editor.quote_name(self._table(app_label, to_state))
         schema_editor.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         schema_editor.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
@@ -37,8 +35,6 @@ class EnableRowLevelSecurity(migrations.operations.base.Operation):
         )
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state) -> None:
-        if schema_editor.connection.vendor != "postgresql":
-            return
         table = schema_editor.quote_name(self._table(app_label, from_state))
         schema_editor.execute(f"DROP POLICY IF EXISTS tenant_isolation ON {table}")
         schema_editor.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")

@@ -34,9 +34,6 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
     connection = transaction.get_connection(using)
     nested = connection.in_atomic_block
     with transaction.atomic(using=using):
-        if connection.vendor != "postgresql":
-            yield
-            return
         with hot_cursor(using, tenant_owned=False) as cursor:
             previous = None
             if nested:

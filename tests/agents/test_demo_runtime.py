@@ -7,8 +7,6 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
-
 from demo_app import live
 from demo_app import runtime as demo
 from stateroom_client import AsyncStateroomClient, StateroomClient
@@ -169,7 +167,6 @@ def test_the_runtime_reaches_the_server_runserver_serves():
     assert live.local_url("8000") == "http://127.0.0.1:8000"
 
 
-@pytest.mark.postgres
 def test_left_alone_it_keeps_asking_and_stays_under_the_cap(server, client):
     pace = demo.Pace(
         support_every=(0.5, 1.0),

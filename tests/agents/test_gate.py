@@ -14,7 +14,6 @@ import threading
 import time
 from datetime import timedelta
 
-import pytest
 from agents import Agent
 
 from approvals_app.store import ApprovalStore
@@ -262,7 +261,6 @@ def test_an_effect_of_unknown_outcome_suspends_the_run_until_settled(
     assert refunds_made(refund_log) == []
 
 
-@pytest.mark.postgres
 def test_the_gate_waits_for_a_decision_made_while_it_long_polls(server, client, refund_log):
     def decide() -> None:
         with StateroomClient(server.url, server.operator_token) as operator:

@@ -1,4 +1,4 @@
-"""StateroomSession against a live server, held to the checks the SDK holds SQLiteSession to:
+"""StateroomSession against a live server, held to the checks the SDK holds its SQLiteSession to:
 order, limit, pop, clear, isolation between sessions, session settings, and the
 Runner using it as memory. Plus what is particular to Stateroom: removals are
 tombstones folded by readers, and history survives any process.
@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 from agents import Agent, RunConfig, Runner
 from agents.memory import Session, SessionSettings
 
@@ -241,7 +240,6 @@ def _text(item: dict[str, Any]) -> str:
     return "".join(part.get("text", "") for part in content or [])
 
 
-@pytest.mark.postgres
 def test_concurrent_pops_never_return_the_same_item(server):
     async def body(client: AsyncStateroomClient) -> None:
         session = await StateroomSession.create(client, user_id="u-1")

@@ -14,7 +14,7 @@ from tenancy_app.scoping import in_tenant
 from ..runs.conftest import in_threads, make_run, reload
 from .conftest import approval_store, make_approval, reload_approval
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def actions(tenant, prefix: str) -> list[str]:

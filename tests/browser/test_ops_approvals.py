@@ -1,7 +1,7 @@
 """The approvals console in a real browser: keyboard, live inbox, races, roles.
 
-With SQLite the live server shares the test's in-memory connection, so the
-test touches the database only while no page is polling (`park(page)`).
+The test writes to the database while no page is polling (`park(page)`), so
+what a page shows is what was there when it asked.
 """
 
 import re
@@ -107,7 +107,7 @@ def test_inbox_updates_itself(page, live_server, console_login, operator_a, tena
     console_login(page, live_server, "otto")
     page.goto(live_server.url + INBOX)
     expect(page).to_have_title("(1) Approvals · Acme")
-    # Write between two polls (SQLite shares one connection with the live server).
+    # Write between two polls.
     with page.expect_response(lambda r: INBOX in r.url and "hx-request" in r.request.headers):
         pass
     make_pending(tenant_a, run_id="r2", session_id="s2", approval_id="second", risk="critical")

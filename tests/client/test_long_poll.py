@@ -5,12 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from stateroom_client import StateroomClient
 
 
-@pytest.mark.postgres
 def test_long_poll_returns_as_soon_as_the_approval_is_decided(server, client):
     run = client.create_run(run_id="r-1")
     run = client.transition_run("r-1", expected_version=run.version, status="running")

@@ -20,16 +20,11 @@ from tenancy_app.scoping import in_tenant
 RUNTIME = Actor.system("test-runtime")
 
 
-def pg(n: int) -> int:
-    """Queries that only PostgreSQL runs (the RLS `set_config` per tenant transaction)."""
-    return n if connection.vendor == "postgresql" else 0
-
-
 def request_queries() -> int:
     """What any console request costs before its view: Django session, user, membership,
-    and the tenant transaction: a SAVEPOINT pair inside the test's transaction, and on
-    PostgreSQL reading, setting and restoring `app.tenant_id` (nested, so it restores)."""
-    return 5 + pg(3)
+    and the tenant transaction: a SAVEPOINT pair inside the test's transaction, and
+    reading, setting and restoring `app.tenant_id` (nested, so it restores)."""
+    return 8
 
 
 def csrf_client(user) -> Client:

@@ -3,7 +3,6 @@
 import re
 import time
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -138,7 +137,6 @@ def test_items_of_another_tenants_session_is_404(tenant_a, admin_b):
     assert response.status_code == 404
 
 
-@pytest.mark.postgres
 def test_deep_page_of_a_large_session_is_an_index_range_scan(tenant_a, support_a):
     """The page reads ~52 rows through the (tenant, session, seq) index, however many there are.
 

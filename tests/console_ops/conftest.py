@@ -1,7 +1,6 @@
 """Fixtures of the operator/admin console tests."""
 
 import pytest
-from django.conf import settings
 from django.test import Client
 
 from audit_app.actor import Actor
@@ -10,14 +9,14 @@ from stateroom.errors import NotFound
 from tenancy_app.scoping import in_tenant
 
 
-def queries(sqlite: int, postgres_extra: int = 3) -> int:
-    """A pinned query count of one console request.
+def queries(view: int) -> int:
+    """A pinned query count of one console request: `view`'s own, plus the tenant transaction.
 
-    On PostgreSQL the tenant transaction adds its RLS setting; inside the test's
-    own transaction it is a nested one, which reads the outer setting first and
+    The tenant transaction sets the RLS setting; inside the test's own
+    transaction it is a nested one, which reads the outer setting first and
     restores it after (3 queries; 1 in production).
     """
-    return sqlite + (postgres_extra if settings.IS_POSTGRES else 0)
+    return view + 3
 
 
 @pytest.fixture

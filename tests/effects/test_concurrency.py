@@ -44,7 +44,6 @@ def race(tenant, requests: list[dict]) -> tuple[list, list[StateroomError]]:
     return results, errors
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_record_with_the_same_key_makes_one_record(tenant_a, make_run):
     make_run(tenant_a)
@@ -56,7 +55,6 @@ def test_concurrent_record_with_the_same_key_makes_one_record(tenant_a, make_run
         assert ExternalEffect.objects.count() == 1
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_record_of_different_requests_under_one_key(tenant_a, make_run):
     make_run(tenant_a)

@@ -27,7 +27,7 @@ def test_resolves_token_and_tenant_in_one_statement(raw, tenant_a):
     assert len(queries) == 1, [q["sql"] for q in queries]
     stored = RuntimeToken.objects.get()
     assert seen == (stored.pk, "w1", "runtime", tenant_a.pk, "acme")
-    # Values as the ORM gives them on every backend (SQLite stores 0/1 and text).
+    # Values as the ORM gives them (booleans, aware datetimes).
     assert flags == (True, False) and concurrent is True
     assert token.tenant.created_at == Tenant.objects.get().created_at
     assert token.last_used_at == stored.last_used_at and token.last_used_at.tzinfo is not None

@@ -11,7 +11,7 @@ from django_scopes.exceptions import ScopeError
 
 from effects_app.models import ExternalEffect
 from runs_app.models import Run
-from stateroom.sql import columns, db_datetime, hot_cursor, insert_from, known, model_from_row
+from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from tenancy_app.scoping import in_tenant
 
 pytestmark = pytest.mark.django_db
@@ -98,12 +98,15 @@ def db_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-def test_datetimes_come_back_aware():
-    assert db_datetime("2026-01-02 03:04:05.000006") == datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
-    assert db_datetime(datetime(2026, 1, 2)).tzinfo is UTC
+def test_hot_statements_read_timestamptz_as_aware_utc_datetimes(db):
+    moment = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    with hot_cursor(tenant_owned=False) as cursor:
+        cursor.execute("SELECT %s::timestamptz, now()", [moment])
+        value, now = cursor.fetchone()
+    assert value == moment and value.utcoffset().total_seconds() == 0
+    assert now.tzinfo is not None
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_cursor_is_reused_and_renewed_with_the_connection():
     with hot_cursor(tenant_owned=False) as first:
@@ -120,7 +123,6 @@ def test_the_cursor_is_reused_and_renewed_with_the_connection():
     assert now.tzinfo is not None and now.utcoffset().total_seconds() == 0
 
 
-@pytest.mark.postgres
 def test_hot_statements_are_prepared_after_a_few_runs():
     for _ in range(6):
         with hot_cursor(tenant_owned=False) as cursor:

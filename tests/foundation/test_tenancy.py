@@ -1,5 +1,4 @@
 import pytest
-from django.conf import settings
 from django.db import connection
 from django_scopes import ScopeError
 
@@ -33,14 +32,12 @@ def tenant_owned_tables() -> list[str]:
     )
 
 
-@pytest.mark.postgres
 def test_app_role_is_subject_to_row_level_security(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
         assert cursor.fetchone() == (False, False)
 
 
-@pytest.mark.postgres
 def test_every_tenant_owned_table_has_forced_rls_policy(db):
     tables = tenant_owned_tables()
     assert "audit_app_auditevent" in tables
@@ -57,7 +54,6 @@ def test_every_tenant_owned_table_has_forced_rls_policy(db):
     assert with_policy >= set(tables)
 
 
-@pytest.mark.postgres
 def test_rls_hides_other_tenants_rows_from_raw_sql(make_token, tenant_a, tenant_b):
     make_token(tenant_a)
     make_token(tenant_b, name="b1")
@@ -79,7 +75,6 @@ def test_rls_hides_other_tenants_rows_from_raw_sql(make_token, tenant_a, tenant_
         assert set(AuditEvent.objects.values_list("tenant_id", flat=True)) == {tenant_b.pk}
 
 
-@pytest.mark.postgres
 def test_rls_refuses_inserting_a_row_for_another_tenant(tenant_a, tenant_b):
     from django.db import DatabaseError, transaction
 
@@ -193,10 +188,3 @@ def test_security_headers_and_csp(client, db):
     assert "script-src 'self'" in csp
     assert response["X-Frame-Options"] == "DENY"
     assert response["X-Content-Type-Options"] == "nosniff"
-
-
-def test_settings_database_matches_environment():
-    import os
-
-    url = os.environ.get("DATABASE_URL", "")
-    assert url.startswith(("postgres://", "postgresql://")) == settings.IS_POSTGRES

@@ -188,7 +188,6 @@ def test_a_failing_tenant_does_not_stop_the_others(tenant_a, tenant_b):
     assert seen == ["globex"]
 
 
-@pytest.mark.postgres
 def test_each_batch_runs_under_the_tenants_rls_setting(tenant_a, tenant_b):
     settings_seen = []
 
@@ -226,7 +225,6 @@ def _run_together(workers: int, work) -> list:
     return results
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_sweeps_make_each_transition_and_audit_event_once(tenant_a, tenant_b):
     for n in range(12):
@@ -270,7 +268,6 @@ def test_concurrent_sweeps_make_each_transition_and_audit_event_once(tenant_a, t
     assert [t for t, _, _ in audit_rows(tenant_b, "session.expired")] == ["b0"]
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_running_one_deletion_count_each_row_once(tenant_a):
     with in_tenant(tenant_a):

@@ -129,7 +129,6 @@ def wait_for(condition, log: Path | None = None, timeout: float = WAIT_SECONDS):
     pytest.fail(f"timed out after {timeout}s; worker log:\n{worker_log}")
 
 
-@pytest.mark.postgres
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_real_worker_runs_a_sweep_and_a_deletion(tenant_a):
@@ -182,7 +181,6 @@ def test_real_worker_runs_a_sweep_and_a_deletion(tenant_a):
     assert deleted_by.after["counts"] == job.counts
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_deletion_killed_with_sigkill_resumes_with_exact_counts(tenant_a):
     with in_tenant(tenant_a):

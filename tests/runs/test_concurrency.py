@@ -7,7 +7,7 @@ from tenancy_app.scoping import in_tenant
 
 from .conftest import in_threads, make_run, reload, run_store
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 WRITERS = 8
 ATTEMPTS = 200

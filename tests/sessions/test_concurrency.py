@@ -16,7 +16,7 @@ from tenancy_app.scoping import in_tenant
 
 from .conftest import Clock, item, make_session, store_for
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def run_together(count: int, work) -> list:

@@ -38,7 +38,6 @@ def race(tenant, calls: list[Callable[[TaskStateStore], object]]):
     return results, errors
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_one_of_several_concurrent_saves_wins(tenant_a, make_task):
     make_task(tenant_a)
@@ -58,7 +57,6 @@ def test_one_of_several_concurrent_saves_wins(tenant_a, make_task):
         )
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_checkpoints_get_gap_free_seqs(tenant_a, make_task):
     make_task(tenant_a)
@@ -77,7 +75,6 @@ def test_concurrent_checkpoints_get_gap_free_seqs(tenant_a, make_task):
     assert (task.last_checkpoint_seq, task.latest_checkpoint_id) == (WORKERS, last.checkpoint_id)
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_checkpoint_waiting_on_a_save_that_finishes_the_task_is_refused(tenant_a, make_task):
     """The seq UPDATE re-checks the status under the row lock: no checkpoint after `completed`."""
