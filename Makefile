@@ -7,13 +7,14 @@ DEMO_STAMP := $(VENV)/.demo-stamp
 DEMO_ADDR ?= 127.0.0.1:8000
 PYTEST_ARGS ?=
 
-.PHONY: help install demo test lint format bench clean
+.PHONY: help install demo test lint format bench stop-db clean
 
 help:
-	@echo "make demo   - install, migrate a SQLite database, load demo data, serve the console"
-	@echo "make test   - install and run the whole test suite (DATABASE_URL picks the database)"
-	@echo "make lint   - ruff check and format check"
-	@echo "make bench  - benchmarks on PostgreSQL (DATABASE_URL), results in bench/results/"
+	@echo "make demo     - install, start PostgreSQL (embedded unless DATABASE_URL), migrate, load demo data, serve"
+	@echo "make test     - install and run the whole test suite"
+	@echo "make lint     - ruff check and format check"
+	@echo "make bench    - benchmarks, results in bench/results/"
+	@echo "make stop-db  - stop the embedded PostgreSQL (it keeps running between commands)"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Stateroom needs Python >= 3.11 (set PYTHON=python3.11)")'
@@ -49,5 +50,8 @@ format: install
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles
+stop-db:
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m stateroom.database stop; fi
+
+clean: stop-db
+	rm -rf $(VENV) .stateroom staticfiles
