@@ -30,7 +30,7 @@ from tenancy_app.auth import IsOperatorToken
 from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
 
-from .models import ApprovalRequest, ApprovalStatus, Risk
+from .models import ApprovalRequest, ApprovalStatus, Decision, Risk
 from .store import ApprovalStore
 
 # Long-poll re-check interval: starts short so a decision shows up fast, grows to 1 s.
@@ -53,6 +53,10 @@ class ApprovalSerializer(serializers.Serializer):
     arguments = serializers.DictField()
     risk = serializers.ChoiceField(choices=Risk.choices)
     reason = serializers.CharField(help_text="Why the runtime asked")
+    allowed_decisions = serializers.ListField(
+        child=serializers.ChoiceField(choices=Decision.choices),
+        help_text="The decisions the runtime declared it can honour",
+    )
     call_digest = serializers.CharField(
         help_text='sha256 hex of canonical JSON `[tool_name, arguments]` (sorted keys, ",", ":")'
     )
@@ -62,8 +66,17 @@ class ApprovalSerializer(serializers.Serializer):
     decided_by = EmptyAsNullCharField()
     decided_at = serializers.DateTimeField(allow_null=True)
     decision_reason = EmptyAsNullCharField(help_text="Why it was approved, rejected or cancelled")
+    decision = serializers.ChoiceField(
+        choices=Decision.choices,
+        allow_null=True,
+        source="decision_or_none",
+        help_text="approve or edit (status approved), reject or respond (status rejected)",
+    )
     approved_arguments = serializers.DictField(
-        allow_null=True, help_text="Arguments as edited by the approver; null if not edited"
+        allow_null=True, help_text="edit: the arguments to run instead; null otherwise"
+    )
+    response = EmptyAsNullCharField(
+        help_text="respond: the operator's text, to give the model as the tool's result"
     )
     first_approved_by = EmptyAsNullCharField(
         help_text="Four-eyes: the first of two approvers of a critical call"
@@ -80,6 +93,12 @@ class ApprovalRequestIn(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     approval_id = serializers.RegexField(r"^[A-Za-z0-9._:-]{1,128}$", required=False)
+    allowed_decisions = serializers.ListField(
+        child=serializers.ChoiceField(choices=Decision.choices),
+        required=False,
+        allow_empty=False,
+        help_text="What the runtime can honour (default approve, reject)",
+    )
 
 
 class ApprovalCancelIn(serializers.Serializer):
@@ -87,15 +106,23 @@ class ApprovalCancelIn(serializers.Serializer):
 
 
 class ApprovalDecisionIn(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    decision = serializers.ChoiceField(
+        choices=Decision.choices, help_text="Only one of the approval's allowed_decisions"
+    )
     reason = serializers.CharField(
         required=False,
         allow_blank=True,
         default="",
-        help_text="Required to reject, and to approve high or critical risk",
+        help_text="Required to reject, and for any decision on high or critical risk",
     )
     approved_arguments = serializers.DictField(
-        required=False, allow_null=True, help_text="Approve these arguments instead (edited)"
+        required=False, allow_null=True, help_text="edit: run these arguments instead"
+    )
+    response = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=20_000,
+        help_text="respond: the text the model gets as the tool's result",
     )
     expected_digest = serializers.CharField(
         required=False, help_text="Decide only if the call still has this call_digest"
@@ -248,7 +275,7 @@ def approval_cancel(request, approval_id: str):
 
 @extend_schema(
     operation_id="approvals_decide",
-    summary="Approve or reject (operator tokens only); decided exactly once",
+    summary="Approve, edit, reject or respond (operator tokens only); decided exactly once",
     request=ApprovalDecisionIn,
     responses={
         200: OpenApiResponse(
@@ -265,8 +292,8 @@ def approval_cancel(request, approval_id: str):
             "call_changed (details of what changed); second_approver_required"
         ),
         422: error(
-            "Field validation failed, e.g. a reason is required to reject and to approve "
-            "high or critical risk"
+            "decision_not_allowed: the runtime did not declare it can honour this decision; "
+            "validation_error, e.g. a reason is required to reject"
         ),
     },
 )

@@ -2,7 +2,7 @@ import json
 
 from django import forms
 
-from .models import ApprovalRequest
+from .models import ApprovalRequest, Decision
 
 
 class DecisionForm(forms.Form):
@@ -12,9 +12,10 @@ class DecisionForm(forms.Form):
     `details.reason`); the view maps that onto this form.
     """
 
-    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    decision = forms.ChoiceField(choices=Decision.choices)
     reason = forms.CharField(required=False, max_length=4000)
     approved_arguments = forms.CharField(required=False, max_length=200_000)
+    response = forms.CharField(required=False, max_length=20_000)
     digest = forms.CharField(max_length=64)
     run_version = forms.IntegerField(min_value=1)
     source = forms.ChoiceField(required=False, choices=[("detail", "detail"), ("inbox", "inbox")])
@@ -24,9 +25,9 @@ class DecisionForm(forms.Form):
         self.approval = approval
 
     def clean_approved_arguments(self) -> dict | None:
-        """The edited arguments, or None when the operator left them as asked."""
+        """The edited arguments (edit only), or None."""
         raw = self.cleaned_data["approved_arguments"].strip()
-        if not raw:
+        if not raw or self.data.get("decision") != Decision.EDIT:
             return None
         try:
             value = json.loads(raw)
@@ -34,10 +35,15 @@ class DecisionForm(forms.Form):
             raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
         if not isinstance(value, dict):
             raise forms.ValidationError("The arguments must be a JSON object.")
-        return None if value == self.approval.arguments else value
+        return value
 
     def clean(self):
         data = super().clean()
-        if data.get("decision") == "reject" and data.get("approved_arguments") is not None:
-            self.add_error("approved_arguments", "Edited arguments go with an approval only.")
+        if data.get("decision") == Decision.EDIT and data.get("approved_arguments") == (
+            self.approval.arguments
+        ):
+            # Nothing was edited: it is a plain approval.
+            data["decision"], data["approved_arguments"] = Decision.APPROVE, None
+        if data.get("decision") != Decision.RESPOND:
+            data["response"] = None
         return data

@@ -1,3 +1,4 @@
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from tenancy_app.models import TenantOwned
@@ -21,6 +22,27 @@ class Risk(models.TextChoices):
 RISK_RANK = {Risk.LOW: 1, Risk.MEDIUM: 2, Risk.HIGH: 3, Risk.CRITICAL: 4}
 
 
+class Decision(models.TextChoices):
+    """What a person may decide, if the runtime declared it can honour it.
+
+    approve: run the call as asked; edit: run it with `approved_arguments`;
+    reject: do not run it (the reason goes to the model); respond: do not run
+    it, and give the model `response` as the tool's result.
+    """
+
+    APPROVE = "approve"
+    EDIT = "edit"
+    REJECT = "reject"
+    RESPOND = "respond"
+
+
+DEFAULT_ALLOWED_DECISIONS = [Decision.APPROVE.value, Decision.REJECT.value]
+
+
+def default_allowed_decisions() -> list[str]:
+    return list(DEFAULT_ALLOWED_DECISIONS)
+
+
 class ApprovalRequest(TenantOwned):
     """A risky tool call waiting for a person; decided exactly once.
 
@@ -37,6 +59,11 @@ class ApprovalRequest(TenantOwned):
     risk = models.CharField(max_length=16, choices=Risk.choices)
     risk_rank = models.SmallIntegerField()
     reason = models.TextField(blank=True, default="")
+    # What the runtime can honour; the console offers only these.
+    allowed_decisions = ArrayField(
+        models.CharField(max_length=16, choices=Decision.choices),
+        default=default_allowed_decisions,
+    )
     status = models.CharField(
         max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
     )
@@ -50,7 +77,11 @@ class ApprovalRequest(TenantOwned):
     decided_by_id = models.CharField(max_length=64, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True, default="")
+    # The decision taken (approve/edit -> approved; reject/respond -> rejected).
+    decision = models.CharField(max_length=16, choices=Decision.choices, blank=True, default="")
     approved_arguments = models.JSONField(null=True, blank=True)
+    # respond: the operator's text, returned to the model as the tool's result.
+    response = models.TextField(blank=True, default="")
     # The runtime token that asked: the one allowed to cancel, and whose
     # webhook (if any) hears about the decision.
     requested_by_token = models.ForeignKey(
@@ -88,3 +119,7 @@ class ApprovalRequest(TenantOwned):
     @property
     def is_pending(self) -> bool:
         return self.status == ApprovalStatus.PENDING
+
+    @property
+    def decision_or_none(self) -> str | None:
+        return self.decision or None

@@ -29,11 +29,21 @@ from stateroom.ids import is_valid_public_id, new_public_id
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
 
-from .models import RISK_RANK, ApprovalRequest, ApprovalStatus, Risk
+from .models import (
+    DEFAULT_ALLOWED_DECISIONS,
+    RISK_RANK,
+    ApprovalRequest,
+    ApprovalStatus,
+    Decision,
+    Risk,
+)
 from .webhooks import notify_decision
 
-DECISIONS = ("approve", "reject")
+DECISIONS = tuple(Decision.values)
+# Decisions that let the call run (and so count for four-eyes and take its reason rule).
+RUNS_THE_CALL = frozenset({Decision.APPROVE, Decision.EDIT})
 REASON_REQUIRED_RISKS = frozenset({Risk.HIGH, Risk.CRITICAL})
+MAX_RESPONSE_LENGTH = 20_000
 
 
 def canonical_json(value: Any) -> str:
@@ -115,8 +125,12 @@ class ApprovalStore(BaseStore):
         expires_at: datetime | None = None,
         approval_id: str | None = None,
         worker: str | None = None,
+        allowed_decisions: list[str] | None = None,
     ) -> ApprovalRequest:
         """Ask for a decision; the run moves to `waiting_approval` in the same transaction.
+
+        `allowed_decisions` (default approve, reject) is what the runtime can
+        honour: the console offers only those and `decide` refuses the others.
 
         The run must be at `expected_version` (409 `version_conflict`), may go
         to `waiting_approval` (409 `invalid_transition`) and waits on no other
@@ -135,6 +149,7 @@ class ApprovalStore(BaseStore):
                 approval_id=approval_id,
                 now=now,
             )
+            allowed = _allowed_decisions(allowed_decisions)
             if run.version == expected_version and not run.is_terminal and run.pending_approval_id:
                 raise Conflict(
                     "The run already waits on an approval.",
@@ -164,6 +179,7 @@ class ApprovalStore(BaseStore):
                         risk=risk,
                         risk_rank=RISK_RANK[Risk(risk)],
                         reason=reason or "",
+                        allowed_decisions=allowed,
                         status=ApprovalStatus.PENDING,
                         expires_at=expires_at,
                         created_at=now,
@@ -181,6 +197,7 @@ class ApprovalStore(BaseStore):
                     "risk": risk,
                     "call_digest": approval.call_digest,
                     "run_version": moved.version,
+                    "allowed_decisions": allowed,
                 },
                 reason=reason,
             )
@@ -194,46 +211,46 @@ class ApprovalStore(BaseStore):
         decision: str,
         reason: str = "",
         approved_arguments: dict[str, Any] | None = None,
+        response: str | None = None,
         expected_digest: str | None = None,
         expected_run_version: int | None = None,
     ) -> ApprovalRequest:
-        """Approve or reject, exactly once; the run goes back to `running`.
+        """Decide exactly once; the run goes back to `running`.
 
-        Refusals, in this order (nothing written): 404; 422 bad decision or
-        arguments; 409 `already_decided` (details decided_by, decided_at,
-        status); 409 `approval_expired` when `expires_at` has passed (this one
-        records the expiry, `keep_changes`); 409 `call_changed` when
-        `expected_digest` or `expected_run_version` no longer match; 422 a
-        reason is required (reject, high, critical); 409
-        `second_approver_required` when four-eyes applies and the first
-        approver approves again.
+        approve and edit (with `approved_arguments`) end `approved`; reject and
+        respond (with `response`, the tool result the model gets) end
+        `rejected`; `decision` records which.
+
+        Refusals, in this order (nothing written): 404; 422 bad decision,
+        arguments or response; 409 `already_decided` (details decided_by,
+        decided_at, status); 422 `decision_not_allowed` when the runtime did
+        not declare it can honour this decision; 409 `approval_expired` when
+        `expires_at` has passed (this one records the expiry, `keep_changes`);
+        409 `call_changed` when `expected_digest` or `expected_run_version` no
+        longer match; 422 a reason is required (reject; any decision on high
+        or critical risk); 409 `second_approver_required` when four-eyes
+        applies and the first approver approves again.
 
         Four-eyes (tenant.four_eyes_critical, risk critical): the first approval
         only records `first_approved_by` (audited `approval.first_approval`)
         and the approval stays pending; a second, different person decides.
         One rejection is enough.
         """
-        if decision not in DECISIONS:
-            raise Unprocessable(
-                "decision must be approve or reject.",
-                details={"decision": ["must be approve or reject"]},
-            )
-        if approved_arguments is not None:
-            if decision != "approve":
-                raise Unprocessable(
-                    "Only an approval carries approved_arguments.",
-                    details={"approved_arguments": ["only with approve"]},
-                )
-            if not isinstance(approved_arguments, dict):
-                raise Unprocessable(
-                    "approved_arguments must be an object.",
-                    details={"approved_arguments": ["must be an object"]},
-                )
+        _check_decision(decision, approved_arguments, response)
         expired: Conflict | None = None
         with transaction.atomic():
             run, approval = self._lock(approval_id)
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
+            if decision not in approval.allowed_decisions:
+                raise Unprocessable(
+                    f"The runtime cannot honour '{decision}' for this call.",
+                    code="decision_not_allowed",
+                    details={
+                        "decision": [f"must be one of {', '.join(approval.allowed_decisions)}"],
+                        "allowed_decisions": approval.allowed_decisions,
+                    },
+                )
             if self._is_due(approval):
                 self._expire_locked(approval, run)
                 expired = Conflict(
@@ -248,15 +265,17 @@ class ApprovalStore(BaseStore):
             else:
                 self._check_binding(approval, run, expected_digest, expected_run_version)
                 if not (reason or "").strip() and (
-                    decision == "reject" or approval.risk in REASON_REQUIRED_RISKS
+                    decision == Decision.REJECT or approval.risk in REASON_REQUIRED_RISKS
                 ):
                     raise Unprocessable(
-                        "A reason is required to reject, and to approve high or critical risk.",
+                        "A reason is required to reject, and to decide high or critical risk.",
                         details={"reason": ["required"]},
                     )
-                if decision == "approve" and self._needs_second_approver(approval):
+                if decision in RUNS_THE_CALL and self._needs_second_approver(approval):
                     return self._first_approval(approval, reason, approved_arguments)
-                self._decide_locked(approval, run, decision, reason, approved_arguments)
+                self._decide_locked(
+                    approval, run, decision, reason, approved_arguments, response or ""
+                )
         if expired is not None:
             raise expired
         return approval
@@ -501,12 +520,15 @@ class ApprovalStore(BaseStore):
         decision: str,
         reason: str,
         approved_arguments: dict[str, Any] | None,
+        response: str,
     ) -> None:
-        status = ApprovalStatus.APPROVED if decision == "approve" else ApprovalStatus.REJECTED
+        status = ApprovalStatus.APPROVED if decision in RUNS_THE_CALL else ApprovalStatus.REJECTED
         approval.approved_arguments = approved_arguments
-        self._close(approval, status, reason)
+        approval.decision = decision
+        approval.response = response
+        self._close(approval, status, reason, extra_fields=("decision", "response"))
         self._release_run(run, approval, to_status=RunStatus.RUNNING)
-        after: dict[str, Any] = {"status": status, "run_status": run.status}
+        after: dict[str, Any] = {"status": status, "decision": decision, "run_status": run.status}
         if approval.first_approved_by:
             after["first_approved_by"] = approval.first_approved_by
         if approved_arguments is not None:
@@ -539,7 +561,14 @@ class ApprovalStore(BaseStore):
         )
         self._notify(approval)
 
-    def _close(self, approval: ApprovalRequest, status: str, reason: str) -> None:
+    def _close(
+        self,
+        approval: ApprovalRequest,
+        status: str,
+        reason: str,
+        *,
+        extra_fields: tuple[str, ...] = (),
+    ) -> None:
         approval.status = status
         approval.decided_by = self.actor.label[:200]
         approval.decided_by_id = self._actor_key()[:64]
@@ -553,6 +582,7 @@ class ApprovalStore(BaseStore):
                 "decided_at",
                 "decision_reason",
                 "approved_arguments",
+                *extra_fields,
             ]
         )
 
@@ -588,3 +618,40 @@ class ApprovalStore(BaseStore):
             return
         tenant_id, approval_id = self.tenant.pk, approval.approval_id
         transaction.on_commit(lambda: notify_decision.delay(tenant_id, approval_id), robust=True)
+
+
+def _allowed_decisions(allowed: Any) -> list[str]:
+    """The declared decisions in their canonical order; 422 for an empty or unknown set."""
+    if allowed is None:
+        return list(DEFAULT_ALLOWED_DECISIONS)
+    if (
+        not isinstance(allowed, list | tuple)
+        or not allowed
+        or not all(isinstance(d, str) and d in DECISIONS for d in allowed)
+    ):
+        raise Unprocessable(
+            "allowed_decisions must be a non-empty list of decisions.",
+            details={"allowed_decisions": [f"a non-empty subset of {', '.join(DECISIONS)}"]},
+        )
+    return [d for d in DECISIONS if d in allowed]
+
+
+def _check_decision(decision: Any, approved_arguments: Any, response: Any) -> None:
+    """The decision's own shape: edit carries arguments, respond a response, nothing else does."""
+    errors: dict[str, list[str]] = {}
+    if decision not in DECISIONS:
+        errors["decision"] = [f"must be one of {', '.join(DECISIONS)}"]
+    if decision == Decision.EDIT:
+        if not isinstance(approved_arguments, dict):
+            errors["approved_arguments"] = ["required with edit: the arguments to run (an object)"]
+    elif approved_arguments is not None:
+        errors["approved_arguments"] = ["only with edit"]
+    if decision == Decision.RESPOND:
+        if not isinstance(response, str) or not response.strip():
+            errors["response"] = ["required with respond: the text the model gets"]
+        elif len(response) > MAX_RESPONSE_LENGTH:
+            errors["response"] = [f"at most {MAX_RESPONSE_LENGTH} characters"]
+    elif response not in (None, ""):
+        errors["response"] = ["only with respond"]
+    if errors:
+        raise Unprocessable("The decision is invalid.", details=errors)

@@ -131,6 +131,7 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "form": form,
         "focus": request.GET.get("decide", ""),
         "reason_required": approval.risk in ("high", "critical"),
+        "allowed": set(approval.allowed_decisions),
     }
     return render_page(
         request, "approvals/detail.html", context, fragment="decision", status=status
@@ -160,14 +161,17 @@ def decide(request, approval_id: str):
             decision=data["decision"],
             reason=data["reason"].strip(),
             approved_arguments=data["approved_arguments"],
+            response=data["response"],
             expected_digest=data["digest"],
             expected_run_version=data["run_version"],
         )
     except Unprocessable as exc:
-        for field, errors in exc.details.items():
-            form.add_error(field if field in form.fields else None, errors)
-        if not exc.details:
+        fields = {name: errors for name, errors in exc.details.items() if name in form.fields}
+        if exc.code != "validation_error" or not fields:
             form.add_error(None, exc.message)
+        if exc.code == "validation_error":
+            for field, errors in fields.items():
+                form.add_error(field, errors)
         return _refused_form(request, approval, form, from_inbox)
     except Conflict as exc:
         return _after(request, approval, conflict_message(exc), "warning", from_inbox)
@@ -200,9 +204,13 @@ def decided_message(approval: ApprovalRequest) -> str:
             f"First approval of {approval.tool_name} recorded. "
             "It is critical: a second operator must approve before it runs."
         )
-    verb = "Approved" if approval.status == ApprovalStatus.APPROVED else "Rejected"
-    edited = " with edited arguments" if approval.approved_arguments is not None else ""
-    return f"{verb} {approval.tool_name} ({approval.approval_id}){edited}."
+    verb, suffix = {
+        "approve": ("Approved", ""),
+        "edit": ("Approved", " with edited arguments: the runtime runs those"),
+        "reject": ("Rejected", ""),
+        "respond": ("Answered", ": the tool does not run, the model gets your response"),
+    }[approval.decision]
+    return f"{verb} {approval.tool_name} ({approval.approval_id}){suffix}."
 
 
 def conflict_message(exc: Conflict) -> str:

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -237,6 +238,7 @@ SPECTACULAR_SETTINGS = {
         "SessionStatusEnum": "sessions_app.models.SessionStatus",
         "RunStatusEnum": "runs_app.models.RunStatus",
         "ApprovalStatusEnum": "approvals_app.models.ApprovalStatus",
+        "DecisionEnum": "approvals_app.models.Decision",
     },
 }
 

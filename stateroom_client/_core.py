@@ -319,6 +319,7 @@ class Endpoints:
         reason: str | None,
         expires_at: datetime | str | None,
         approval_id: str | None,
+        allowed_decisions: list[str] | None = None,
     ) -> Call[m.Approval]:
         body = _body(
             approval_id=approval_id,
@@ -328,6 +329,7 @@ class Endpoints:
             risk=risk,
             reason=reason,
             expires_at=_iso(expires_at),
+            allowed_decisions=allowed_decisions,
         )
         path = f"/runs/{_id(run_id)}/approvals"
         return Call("POST", path, _one(m.Approval.from_json), body=body)
@@ -366,8 +368,14 @@ class Endpoints:
         decision: str,
         reason: str,
         approved_arguments: dict[str, Any] | None,
+        response: str | None = None,
     ) -> Call[m.Approval]:
-        body = _body(decision=decision, reason=reason, approved_arguments=approved_arguments)
+        body = _body(
+            decision=decision,
+            reason=reason,
+            approved_arguments=approved_arguments,
+            response=response,
+        )
         path = f"/approvals/{_id(approval_id)}/decision"
         return Call("POST", path, _one(m.Approval.from_json), body=body)
 
@@ -461,9 +469,12 @@ def next_page(call: Call[m.Page[T]], page: m.Page[T]) -> Call[m.Page[T]] | None:
     return Call("GET", page.next, call.parse, retry=True, timeout=call.timeout)
 
 
+DECISIONS = ("approve", "edit", "reject", "respond")
+
+
 def assert_decision(decision: str) -> None:
-    if decision not in ("approve", "reject"):
-        raise ValueError("decision must be 'approve' or 'reject'")
+    if decision not in DECISIONS:
+        raise ValueError(f"decision must be one of {', '.join(DECISIONS)}")
 
 
 __all__ = ["UNSET", "Call", "Endpoints", "RetryPolicy", "StateroomError"]

@@ -302,8 +302,13 @@ class StateroomClient:
         reason: str | None = None,
         expires_at: datetime | str | None = None,
         approval_id: str | None = None,
+        allowed_decisions: list[str] | None = None,
     ) -> m.Approval:
-        """Ask a person; the run moves to `waiting_approval` (one pending approval at a time)."""
+        """Ask a person; the run moves to `waiting_approval` (one pending approval at a time).
+
+        `allowed_decisions` (approve, edit, reject, respond; default approve and
+        reject) is what this runtime can honour: the console offers only those.
+        """
         return self._call(
             E.request_approval(
                 run_id,
@@ -314,6 +319,7 @@ class StateroomClient:
                 reason=reason,
                 expires_at=expires_at,
                 approval_id=approval_id,
+                allowed_decisions=allowed_decisions,
             )
         )
 
@@ -352,8 +358,10 @@ class StateroomClient:
         decision: str,
         reason: str = "",
         approved_arguments: dict[str, Any] | None = None,
+        response: str | None = None,
     ) -> m.Approval:
-        """Approve or reject (needs an operator token). A second decision is `AlreadyDecided`."""
+        """Decide (needs an operator token): approve, edit (with `approved_arguments`),
+        reject, or respond (with `response`). A second decision is `AlreadyDecided`."""
         assert_decision(decision)
         return self._call(
             E.decide_approval(
@@ -361,6 +369,7 @@ class StateroomClient:
                 decision=decision,
                 reason=reason,
                 approved_arguments=approved_arguments,
+                response=response,
             )
         )
 

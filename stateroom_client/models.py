@@ -205,6 +205,9 @@ class Approval:
     first_approved_by: str = ""
     call_digest: str = ""
     run_version: int = 0
+    allowed_decisions: tuple[str, ...] = ("approve", "reject")
+    decision: str = ""
+    response: str = ""
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -230,6 +233,9 @@ class Approval:
             first_approved_by=_str(data.get("first_approved_by")),
             call_digest=_str(data.get("call_digest")),
             run_version=int(data.get("run_version") or 0),
+            allowed_decisions=tuple(data.get("allowed_decisions") or ("approve", "reject")),
+            decision=_str(data.get("decision")),
+            response=_str(data.get("response")),
             raw=data,
         )
 

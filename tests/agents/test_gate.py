@@ -14,12 +14,13 @@ import threading
 import time
 from datetime import timedelta
 
+import pytest
 from agents import Agent
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
-from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient
+from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient, ValidationError
 from stateroom_client.agents import ApprovalGate, GateOutcome, Reply, ScriptedModel, ToolCall
 from tenancy_app.scoping import in_tenant
 
@@ -336,20 +337,18 @@ def test_two_calls_in_one_turn_are_asked_one_after_the_other(server, client, ope
     assert refunds_made(refund_log) == ["A-1 1200"]
 
 
-def test_approved_with_edited_arguments_does_not_run_the_original_call(
-    server, client, operator, refund_log
-):
+def test_an_edit_is_refused_when_the_gate_did_not_declare_it(server, client, operator, refund_log):
+    """The gate asks for approve/reject only: the server refuses an edit it could not honour."""
     _start(server, "pay-9")
-    operator.decide_approval(
-        f"pay-9:{CALL}",
-        decision="approve",
-        reason="Half is fair",
-        approved_arguments={"order_id": "A-1", "amount_cents": 600},
-    )
-    outcome = _resume(server, "pay-9")
-    assert (outcome.status, outcome.executed) == ("succeeded", [])
-    assert outcome.final_output == (
-        'Outcome: Approved only with these arguments: {"order_id": "A-1", "amount_cents": 600}.'
-        " Call the tool again with them if that is still right."
-    )
+    approval_id = f"pay-9:{CALL}"
+    assert operator.get_approval(approval_id).allowed_decisions == ("approve", "reject")
+    with pytest.raises(ValidationError) as refused:
+        operator.decide_approval(
+            approval_id,
+            decision="edit",
+            reason="Half is fair",
+            approved_arguments={"order_id": "A-1", "amount_cents": 600},
+        )
+    assert refused.value.code == "decision_not_allowed"
+    assert operator.get_approval(approval_id).status == "pending"
     assert refunds_made(refund_log) == []

@@ -80,12 +80,15 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "arguments": ARGS,
         "risk": "high",
         "reason": "over the limit",
+        "allowed_decisions": ["approve", "reject"],
         "call_digest": reload_approval(tenant_a, "apr-1")["call_digest"],
         "run_version": 3,
         "decided_by": None,
         "decided_at": None,
         "decision_reason": None,
+        "decision": None,
         "approved_arguments": None,
+        "response": None,
         "first_approved_by": None,
         "expires_at": "2030-01-01T00:00:00Z",
     }
@@ -242,12 +245,12 @@ def test_cancel_by_the_runtime_that_asked(api_a, api_b, make_token, tenant_a):
 
 # --- POST /approvals/{id}/decision --------------------------------------------------------------
 def test_operator_token_decides_once(api_a, operator_api_a, tenant_a):
-    make_approval(tenant_a, approval_id="apr-1")
+    make_approval(tenant_a, approval_id="apr-1", allowed_decisions=["approve", "edit", "reject"])
     edited = {**ARGS, "amount": 900}
     response = post(
         operator_api_a,
         "/api/v1/approvals/apr-1/decision",
-        {"decision": "approve", "reason": "capped", "approved_arguments": edited},
+        {"decision": "edit", "reason": "capped", "approved_arguments": edited},
     )
     assert response.status_code == 200
     body = response.json()
@@ -256,7 +259,7 @@ def test_operator_token_decides_once(api_a, operator_api_a, tenant_a):
         "token:ops-a",
         "capped",
     )
-    assert body["approved_arguments"] == edited
+    assert (body["decision"], body["approved_arguments"]) == ("edit", edited)
     assert body["decided_at"].endswith("Z")
     assert reload(tenant_a, "run-1")["status"] == "running"
     snapshot = reload_approval(tenant_a, "apr-1")

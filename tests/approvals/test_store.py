@@ -65,6 +65,7 @@ def test_request_moves_the_run_to_waiting_approval_in_the_same_transaction(tenan
         "risk": "high",
         "call_digest": approval.call_digest,
         "run_version": 3,
+        "allowed_decisions": ["approve", "reject"],
     }
     with in_tenant(tenant_a):
         last = run_store(tenant_a).transitions("run-1").last()
@@ -194,7 +195,7 @@ def test_approve_decides_once_and_moves_the_run_back_to_running(tenant_a, operat
         "apr-1",
         "looks right",
         {"status": "pending"},
-        {"status": "approved", "run_status": "running"},
+        {"status": "approved", "decision": "approve", "run_status": "running"},
     )
     with in_tenant(tenant_a), pytest.raises(Conflict) as again:
         approval_store(tenant_a, Actor.for_user(admin_a)).decide(
@@ -243,17 +244,24 @@ def test_approving_high_and_critical_needs_a_reason(tenant_a, operator_a, risk, 
 
 
 def test_approval_may_edit_the_arguments_and_the_audit_shows_the_diff(tenant_a, operator_a):
-    make_approval(tenant_a, approval_id="apr-1")
+    make_approval(tenant_a, approval_id="apr-1", allowed_decisions=["edit", "approve", "reject"])
     edited = {"to": "ops@example.com", "amount": 1000, "note": "capped"}
     with in_tenant(tenant_a):
         store = approval_store(tenant_a, Actor.for_user(operator_a))
-        with pytest.raises(Unprocessable):
-            store.decide(
-                approval_id="apr-1", decision="reject", reason="x", approved_arguments=edited
-            )
-        with pytest.raises(Unprocessable):
-            store.decide(approval_id="apr-1", decision="approve", approved_arguments=["x"])
-        approval = store.decide(approval_id="apr-1", decision="approve", approved_arguments=edited)
+        assert store.get("apr-1").allowed_decisions == ["approve", "edit", "reject"]
+        for decision, arguments in (("reject", edited), ("approve", edited), ("edit", ["x"])):
+            with pytest.raises(Unprocessable) as refused:
+                store.decide(
+                    approval_id="apr-1", decision=decision, reason="x", approved_arguments=arguments
+                )
+            assert "approved_arguments" in refused.value.details
+        with pytest.raises(Unprocessable) as no_arguments:
+            store.decide(approval_id="apr-1", decision="edit")
+        assert no_arguments.value.details == {
+            "approved_arguments": ["required with edit: the arguments to run (an object)"]
+        }
+        approval = store.decide(approval_id="apr-1", decision="edit", approved_arguments=edited)
+    assert (approval.decision, approval.status) == ("edit", "approved")
     assert (approval.arguments, approval.approved_arguments) == (ARGS, edited)
     [event] = audit(tenant_a, "approval.approved")
     assert event.after["approved_arguments_diff"] == {
@@ -269,7 +277,49 @@ def test_unknown_decision_is_422(tenant_a, operator_a):
         approval_store(tenant_a, Actor.for_user(operator_a)).decide(
             approval_id="apr-1", decision="maybe", reason="x"
         )
-    assert exc.value.details == {"decision": ["must be approve or reject"]}
+    assert exc.value.details == {"decision": ["must be one of approve, edit, reject, respond"]}
+
+
+def test_only_the_decisions_the_runtime_declared_are_taken(tenant_a, operator_a):
+    make_approval(tenant_a, approval_id="apr-1", allowed_decisions=["approve", "respond"])
+    with in_tenant(tenant_a):
+        store = approval_store(tenant_a, Actor.for_user(operator_a))
+        for decision, extra in (
+            ("reject", {}),
+            ("edit", {"approved_arguments": {"amount": 1}}),
+        ):
+            with pytest.raises(Unprocessable) as refused:
+                store.decide(approval_id="apr-1", decision=decision, reason="no", **extra)
+            assert refused.value.code == "decision_not_allowed"
+            assert refused.value.details["allowed_decisions"] == ["approve", "respond"]
+        assert store.get("apr-1").status == "pending"
+        with pytest.raises(Unprocessable) as empty:
+            store.decide(approval_id="apr-1", decision="respond", response="  ")
+        assert empty.value.details == {
+            "response": ["required with respond: the text the model gets"]
+        }
+        answered = store.decide(
+            approval_id="apr-1", decision="respond", response="Refunds over 1000 go to finance."
+        )
+    assert (answered.status, answered.decision, answered.response) == (
+        "rejected",
+        "respond",
+        "Refunds over 1000 go to finance.",
+    )
+    with in_tenant(tenant_a):
+        assert run_store(tenant_a).get("run-1").status == "running"
+    [event] = audit(tenant_a, "approval.rejected")
+    assert event.after["decision"] == "respond"
+    assert "Refunds over" not in str(event.after)
+
+
+def test_allowed_decisions_must_be_a_known_non_empty_set(tenant_a):
+    for bad in ([], ["approve", "maybe"], "approve"):
+        with pytest.raises(Unprocessable) as refused:
+            make_approval(tenant_a, run_id=f"run-{len(str(bad))}", allowed_decisions=bad)
+        assert refused.value.details == {
+            "allowed_decisions": ["a non-empty subset of approve, edit, reject, respond"]
+        }
 
 
 def test_decision_is_bound_to_the_call_and_the_run_version(tenant_a, operator_a):
@@ -335,6 +385,7 @@ def test_four_eyes_needs_two_different_people_for_critical(
     )
     assert final_event.after == {
         "status": "approved",
+        "decision": "approve",
         "run_status": "running",
         "first_approved_by": "otto",
     }

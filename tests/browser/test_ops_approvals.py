@@ -160,18 +160,23 @@ def test_double_click_decides_once(page, live_server, console_login, operator_a,
 def test_edited_arguments_are_checked_in_the_browser_and_the_diff_shown(
     page, live_server, console_login, operator_a, tenant_a
 ):
-    make_pending(tenant_a, approval_id="apr-1", arguments={"amount": 1200, "to": "acct-9"})
+    make_pending(
+        tenant_a,
+        approval_id="apr-1",
+        arguments={"amount": 1200, "to": "acct-9"},
+        allowed_decisions=["approve", "edit", "reject"],
+    )
     console_login(page, live_server, "otto")
     page.goto(f"{live_server.url}{INBOX}apr-1/")
-    page.get_by_text("Edit the arguments before approving").click()
-    field = page.locator("textarea[name=approved_arguments]")
+    page.get_by_text("Edit the arguments, then approve").click()
+    field = page.get_by_label("Arguments the runtime runs instead (JSON object)")
     field.fill('{"amount": 12')
     expect(page.locator("[data-json-status]")).to_contain_text("Not valid JSON")
-    page.get_by_test_id("approve").click()
+    page.get_by_test_id("approve-edited").click()
     expect(page).to_have_url(f"{live_server.url}{INBOX}apr-1/")  # not submitted
     field.fill('{"amount": 120, "to": "acct-9"}')
     expect(page.locator("[data-json-status]")).to_have_text("Valid JSON. Changed: amount.")
-    page.get_by_test_id("approve").click()
+    page.get_by_test_id("approve-edited").click()
     page.wait_for_url(live_server.url + INBOX)
     page.goto(f"{live_server.url}{INBOX}apr-1/")
     expect(page.get_by_test_id("decided")).to_contain_text("Approved with edited arguments")

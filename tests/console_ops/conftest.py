@@ -66,6 +66,7 @@ def make_pending(
     events: int = 2,
     effects: int = 1,
     approval_id: str | None = None,
+    allowed_decisions: list[str] | None = None,
 ):
     """A run (in a session) that did some work and now waits for an approval."""
     from approvals_app.store import ApprovalStore
@@ -119,4 +120,5 @@ def make_pending(
             reason=reason,
             expires_at=expires_at,
             approval_id=approval_id,
+            allowed_decisions=allowed_decisions,
         )

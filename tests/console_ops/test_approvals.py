@@ -288,14 +288,22 @@ def test_high_risk_approval_needs_a_reason(operator_a, tenant_a):
 
 
 def test_approve_with_edited_arguments_shows_and_records_the_diff(operator_a, tenant_a):
-    make_pending(tenant_a, approval_id="a-1", arguments={"amount": 1200, "to": "acct-9"})
+    make_pending(
+        tenant_a,
+        approval_id="a-1",
+        arguments={"amount": 1200, "to": "acct-9"},
+        allowed_decisions=["approve", "edit", "reject"],
+    )
     client = login(operator_a)
+    assert 'id="edit-form"' in client.get(detail_url("a-1")).content.decode()
     edited = '{"amount": 200, "to": "acct-9", "memo": "partial"}'
     response = client.post(
         decide_url("a-1"),
-        form_data(tenant_a, "a-1", decision="approve", approved_arguments=edited),
+        form_data(tenant_a, "a-1", decision="edit", approved_arguments=edited),
     )
-    assert messages_of(response) == ["Approved send_refund (a-1) with edited arguments."]
+    assert messages_of(response) == [
+        "Approved send_refund (a-1) with edited arguments: the runtime runs those."
+    ]
     assert reload(tenant_a, "a-1").approved_arguments == {
         "amount": 200,
         "to": "acct-9",
@@ -314,18 +322,27 @@ def test_approve_with_edited_arguments_shows_and_records_the_diff(operator_a, te
 
 
 def test_unchanged_arguments_are_not_an_edit(operator_a, tenant_a):
-    make_pending(tenant_a, approval_id="a-1", arguments={"amount": 1200, "to": "acct-9"})
+    make_pending(
+        tenant_a,
+        approval_id="a-1",
+        arguments={"amount": 1200, "to": "acct-9"},
+        allowed_decisions=["approve", "edit", "reject"],
+    )
     login(operator_a).post(
         decide_url("a-1"),
         form_data(
             tenant_a,
             "a-1",
-            decision="approve",
+            decision="edit",
             approved_arguments='{\n  "to": "acct-9",\n  "amount": 1200\n}',
         ),
     )
     approval = reload(tenant_a, "a-1")
-    assert (approval.status, approval.approved_arguments) == ("approved", None)
+    assert (approval.status, approval.decision, approval.approved_arguments) == (
+        "approved",
+        "approve",
+        None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -336,9 +353,9 @@ def test_unchanged_arguments_are_not_an_edit(operator_a, tenant_a):
     ],
 )
 def test_bad_edited_arguments_are_refused(operator_a, tenant_a, raw, error):
-    make_pending(tenant_a, approval_id="a-1")
+    make_pending(tenant_a, approval_id="a-1", allowed_decisions=["edit", "reject"])
     response = login(operator_a).post(
-        decide_url("a-1"), form_data(tenant_a, "a-1", decision="approve", approved_arguments=raw)
+        decide_url("a-1"), form_data(tenant_a, "a-1", decision="edit", approved_arguments=raw)
     )
     assert response.status_code == 422
     assert error in response.content.decode()
@@ -546,3 +563,39 @@ def test_nav_badge_counts_pending_on_every_page(support_a, tenant_a, make_user, 
     other = make_user("multi", tenant_b, Role.SUPPORT)
     page = login(other).get("/t/globex/audit/").content.decode()
     assert 'id="nav-pending" title="Pending approvals">1</span>' in page
+
+
+def test_the_decision_panel_offers_only_what_the_runtime_can_honour(operator_a, tenant_a):
+    make_pending(tenant_a, approval_id="a-1", allowed_decisions=["approve", "reject"])
+    make_pending(
+        tenant_a, run_id="run-2", approval_id="a-2", allowed_decisions=["respond", "reject"]
+    )
+    client = login(operator_a)
+    plain = client.get(detail_url("a-1")).content.decode()
+    assert 'id="approve-form"' in plain and 'id="reject-form"' in plain
+    assert 'id="edit-form"' not in plain and 'id="respond-form"' not in plain
+    answer_only = client.get(detail_url("a-2")).content.decode()
+    assert 'id="respond-form"' in answer_only and 'id="reject-form"' in answer_only
+    assert 'id="approve-form"' not in answer_only and 'id="edit-form"' not in answer_only
+    inbox = client.get("/t/acme/approvals/").content.decode()
+    assert inbox.count("data-hotkey-approve") == 1  # a-2 cannot be approved: no quick approve
+    # A forged post of a decision the runtime cannot take is refused; nothing changes.
+    response = client.post(decide_url("a-2"), form_data(tenant_a, "a-2", decision="approve"))
+    assert response.status_code == 422
+    assert "cannot honour" in response.content.decode()
+    assert reload(tenant_a, "a-2").status == "pending"
+    response = client.post(
+        decide_url("a-2"),
+        form_data(tenant_a, "a-2", decision="respond", response="Ask finance for over 1000."),
+    )
+    assert messages_of(response) == [
+        "Answered send_refund (a-2): the tool does not run, the model gets your response."
+    ]
+    decided = reload(tenant_a, "a-2")
+    assert (decided.status, decided.decision, decided.response) == (
+        "rejected",
+        "respond",
+        "Ask finance for over 1000.",
+    )
+    page = client.get(detail_url("a-2")).content.decode()
+    assert 'data-decision="respond"' in page and "Ask finance for over 1000." in page
