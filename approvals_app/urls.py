@@ -1,4 +1,5 @@
-"""Console pages of approvals_app, mounted under /t/<tenant_slug>/approvals/."""
+"""Console pages of approvals_app, mounted under /t/<tenant_slug>/approvals/ by console_app.urls
+(which adds the approval page and the decision to the namespace)."""
 
 from django.urls import path
 
@@ -7,6 +8,4 @@ from . import views
 app_name = "approvals"
 urlpatterns = [
     path("", views.inbox, name="inbox"),
-    path("<str:approval_id>/", views.detail, name="detail"),
-    path("<str:approval_id>/decide", views.decide, name="decide"),
 ]

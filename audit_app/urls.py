@@ -1,4 +1,4 @@
-"""Console pages of audit_app, mounted under /t/<tenant_slug>/audit/."""
+"""Console pages of audit_app, mounted under /t/<tenant_slug>/audit/ by console_app.urls."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""Console pages of effects_app, mounted under /t/<tenant_slug>/effects/."""
+"""Console pages of effects_app, mounted under /t/<tenant_slug>/effects/ by console_app.urls."""
 
 from django.urls import path
 

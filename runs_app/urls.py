@@ -1,4 +1,5 @@
-"""Console pages of runs_app, mounted under /t/<tenant_slug>/runs/."""
+"""Console pages of runs_app, mounted under /t/<tenant_slug>/runs/ by console_app.urls
+(which adds the run inspector to the namespace)."""
 
 from django.urls import path
 
@@ -7,5 +8,4 @@ from . import views
 app_name = "runs"
 urlpatterns = [
     path("", views.run_list, name="list"),
-    path("<str:run_id>/", views.run_detail, name="detail"),
 ]

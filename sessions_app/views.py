@@ -1,37 +1,29 @@
-"""Console pages for sessions: list, timeline, admin actions, content deletion, export.
+"""Console pages for one session's admin actions and its content deletion.
 
-Support reads everything; close, expire, legal hold, delete content, bulk
-actions and export are for admins. Every action first shows what it will do
-and asks for a reason (GET), then runs on POST; the stores audit it.
+Close, expire, legal hold and delete content are for admins; the deletion's
+progress is for support and up. Every action first shows what it will do and
+asks for a reason (GET), then runs on POST; the stores audit it. The list,
+bulk actions, timeline and export span domains: console_app.views.sessions.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
-
 from django import forms
 from django.contrib import messages
-from django.db.models import QuerySet
-from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
-from django.shortcuts import redirect
+from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from audit_app.actor import Actor
-from runs_app.store import RunStateStore
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
-from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_role
 from tenancy_app.models import Role
 
 from .deletion import ContentDeletionStore, progress
-from .export import EXPORT_FORMATS, transcript
-from .models import TERMINAL_SESSION_STATUSES, Session, SessionStatus
+from .models import Session
 from .store import SessionStore
-from .timeline import SessionTimeline
 
-BULK_LIMIT = 5000
 DATA_CLASSES = {
     "session_items": "Conversation items",
     "run_event_payloads": "Run event payloads",
@@ -49,7 +41,7 @@ def _rows(counts: dict) -> list[dict]:
     return [{"key": k, "label": DATA_CLASSES.get(k, k), "count": counts[k]} for k in keys]
 
 
-def _progress(job) -> dict:
+def job_progress(job) -> dict:
     """The job's progress (`deletion.progress`) with per-class rows for the fragment."""
     state = progress(job)
     state["rows"] = [
@@ -59,39 +51,8 @@ def _progress(job) -> dict:
     return state
 
 
-class SessionFilterForm(forms.Form):
-    status = forms.ChoiceField(choices=[("", "Any status"), *SessionStatus.choices], required=False)
-    user_id = forms.CharField(required=False, max_length=128, label="User id")
-    created_from = forms.DateField(required=False, label="Created from")
-    created_to = forms.DateField(required=False, label="Created to")
-    q = forms.CharField(required=False, max_length=128, label="Session or run id")
-
-    def store_filters(self) -> dict:
-        """The filters as `SessionStore.list_sessions` takes them (dates as UTC day bounds)."""
-        data = self.cleaned_data
-        return {
-            "status": data["status"] or None,
-            "user_id": data["user_id"].strip() or None,
-            "created_from": _day_start(data["created_from"]),
-            # Inclusive "to" date: everything before the next day starts.
-            "created_to": _day_start(data["created_to"], days=1),
-            "search": data["q"].strip() or None,
-        }
-
-
-def _day_start(day, *, days: int = 0) -> datetime | None:
-    if day is None:
-        return None
-    return datetime.combine(day + timedelta(days=days), time.min, tzinfo=UTC)
-
-
 class ReasonForm(forms.Form):
     reason = forms.CharField(max_length=2000, widget=forms.Textarea, strip=True)
-
-
-class BulkForm(ReasonForm):
-    action = forms.ChoiceField(choices=[("close", "Close"), ("expire", "Expire")])
-    expected_count = forms.IntegerField(min_value=0)
 
 
 def _store(request) -> SessionStore:
@@ -109,109 +70,6 @@ def _detail_url(request, session_id: str) -> str:
     return reverse(
         "sessions:detail", kwargs={"tenant_slug": request.tenant.slug, "session_id": session_id}
     )
-
-
-def _filtered(request, data) -> tuple[SessionFilterForm, QuerySet[Session] | None]:
-    """The sessions matching the list's filter; the search box also finds a session by its runs' ids."""
-    form = SessionFilterForm(data)
-    if not form.is_valid():
-        return form, None
-    store, filters = _store(request), form.store_filters()
-    sessions = store.list_sessions(**filters)
-    if filters["search"]:
-        runs = RunStateStore(request.tenant, store.actor).list_runs()
-        by_run = store.list_sessions(**{**filters, "search": None}).filter(
-            pk__in=runs.filter(run_id__icontains=filters["search"]).values("session_id")
-        )
-        sessions = sessions | by_run
-    return form, sessions
-
-
-# --- reading ----------------------------------------------------------------
-
-
-@require_role(Role.SUPPORT)
-@require_GET
-def session_list(request):
-    form, sessions = _filtered(request, request.GET)
-    page = keyset_page(sessions, request.GET) if sessions is not None else None
-    query = request.GET.copy()
-    query.pop("cursor", None)
-    return render_page(
-        request,
-        "sessions/list.html",
-        {
-            "nav": "sessions",
-            "form": form,
-            "page": page,
-            "query": query.urlencode(),
-            "can_admin": request.membership.has_role(Role.ADMIN),
-        },
-        fragment="results",
-    )
-
-
-@require_role(Role.SUPPORT)
-@require_GET
-def session_detail(request, session_id: str):
-    store = _store(request)
-    session = _get_session(store, session_id)
-    before_seq = parse_cursor(request.GET.get("before_seq"))
-    latest = (
-        ContentDeletionStore(request.tenant, store.actor)
-        .for_session(session_id)
-        .order_by("-id")
-        .first()
-    )
-    return render_page(
-        request,
-        "sessions/detail.html",
-        {
-            "nav": "sessions",
-            "session": session,
-            "attached_run_ids": store.attached_run_ids(session),
-            "page": SessionTimeline(request.tenant, store).page(session, before_seq=before_seq),
-            "deletion": latest,
-            "progress": _progress(latest) if latest is not None else None,
-            "can_admin": request.membership.has_role(Role.ADMIN),
-            "tenant_hold": request.tenant.legal_hold,
-        },
-        fragment="timeline",
-    )
-
-
-@require_role(Role.SUPPORT)
-@require_GET
-def session_items(request, session_id: str):
-    """The next older page of the timeline, as list entries to swap in for "Load older"."""
-    before_seq = parse_cursor(request.GET.get("before_seq"))
-    if not wants_fragment(request):
-        url = _detail_url(request, session_id)
-        return redirect(f"{url}?before_seq={before_seq}" if before_seq else url)
-    store = _store(request)
-    session = _get_session(store, session_id)
-    return render_page(
-        request,
-        "sessions/detail.html",
-        {
-            "session": session,
-            "page": SessionTimeline(request.tenant, store).page(session, before_seq=before_seq),
-        },
-        fragment="entries",
-    )
-
-
-@require_role(Role.ADMIN)
-@require_GET
-def export(request, session_id: str, fmt: str):
-    if fmt not in EXPORT_FORMATS:
-        return HttpResponseBadRequest("Export formats: " + ", ".join(EXPORT_FORMATS))
-    store = _store(request)
-    session = _get_session(store, session_id)
-    content_type, body = EXPORT_FORMATS[fmt], transcript(request.tenant, store.actor, session, fmt)
-    response = StreamingHttpResponse(body, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="session-{session.pk}.{fmt}"'
-    return response
 
 
 # --- admin actions on one session ---------------------------------------------
@@ -360,7 +218,7 @@ def deletion_progress(request, session_id: str, deletion_id: str):
         raise Http404("No such deletion") from exc
     if job.session.session_id != session_id:
         raise Http404("No such deletion")
-    state = _progress(job)
+    state = job_progress(job)
     return render_page(
         request,
         "sessions/deletion.html",
@@ -368,78 +226,3 @@ def deletion_progress(request, session_id: str, deletion_id: str):
         fragment="progress",
         status=286 if state["finished"] and wants_fragment(request) else 200,
     )
-
-
-# --- bulk actions on the list ---------------------------------------------------------
-
-
-@require_role(Role.ADMIN)
-@require_http_methods(["GET", "POST"])
-def bulk(request):
-    """Close or expire every live session matching the list's filter, after confirming the count.
-
-    The POST carries the count the admin saw; if the matching set changed size
-    meanwhile, nothing happens and the new count is shown to confirm again.
-    """
-    data = request.POST if request.method == "POST" else request.GET
-    filter_form, sessions = _filtered(request, data)
-    if sessions is None:
-        return HttpResponseBadRequest("Invalid filter: " + filter_form.errors.as_text())
-    live = sessions.exclude(status__in=TERMINAL_SESSION_STATUSES)
-    count = live.count()
-    form = BulkForm(request.POST if request.method == "POST" else None)
-    action = data.get("action") if data.get("action") in ("close", "expire") else "close"
-    changed = False
-    if request.method == "POST" and form.is_valid():
-        changed = form.cleaned_data["expected_count"] != count
-        if not changed and count <= BULK_LIMIT:
-            done, skipped = _bulk_apply(request, live, action, form.cleaned_data["reason"])
-            verb = "Closed" if action == "close" else "Expired"
-            messages.success(
-                request,
-                f"{verb} {done} session{'s' if done != 1 else ''}."
-                + (
-                    f" {skipped} had already ended or changed and were left as they are."
-                    if skipped
-                    else ""
-                ),
-            )
-            url = reverse("sessions:list", kwargs={"tenant_slug": request.tenant.slug})
-            query = filter_form.data.copy()
-            for key in ("csrfmiddlewaretoken", "action", "expected_count", "reason"):
-                query.pop(key, None)
-            return redirect_after_post(request, f"{url}?{query.urlencode()}")
-    query = data.copy()
-    for key in ("csrfmiddlewaretoken", "expected_count", "reason", "action", "cursor"):
-        query.pop(key, None)
-    return render_page(
-        request,
-        "sessions/bulk.html",
-        {
-            "nav": "sessions",
-            "action": action,
-            "count": count,
-            "limit": BULK_LIMIT,
-            "changed": changed,
-            "form": form,
-            "filter_form": filter_form,
-            "filters": [(k, v) for k, v in query.items() if v],
-            "query": query.urlencode(),
-        },
-        status=409 if changed else (422 if form.is_bound else 200),
-    )
-
-
-def _bulk_apply(request, live, action: str, reason: str) -> tuple[int, int]:
-    """One store call (and so one audit event) per session; a session that ended meanwhile is skipped."""
-    store = _store(request)
-    perform = store.close if action == "close" else store.expire
-    done = skipped = 0
-    for session_id in list(live.order_by("id").values_list("session_id", flat=True)):
-        try:
-            perform(session_id=session_id, reason=reason)
-        except StateroomError:
-            skipped += 1
-        else:
-            done += 1
-    return done, skipped

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "tasks_app",
     "approvals_app",
     "effects_app",
+    "console_app",
     "demo_app",
 ]
 
@@ -109,6 +110,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "tenancy_app.context_processors.tenancy",
+                "console_app.context_processors.pending_approvals",
             ],
         },
     },

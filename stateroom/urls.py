@@ -4,7 +4,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("stateroom.api_urls")),
-    path("", include("tenancy_app.urls")),
+    path("", include("console_app.urls")),
 ]
 
 handler404 = "stateroom.views.handler404"

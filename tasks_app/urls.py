@@ -1,4 +1,5 @@
-"""Console pages of tasks_app, mounted under /t/<tenant_slug>/tasks/."""
+"""Console pages of tasks_app, mounted under /t/<tenant_slug>/tasks/ by console_app.urls
+(which adds the task inspector to the namespace)."""
 
 from django.urls import path
 
@@ -7,7 +8,6 @@ from . import views
 app_name = "tasks"
 urlpatterns = [
     path("", views.task_list, name="list"),
-    path("<str:task_id>/", views.task_detail, name="detail"),
     path("<str:task_id>/checkpoints/<str:checkpoint_id>/", views.checkpoint, name="checkpoint"),
     path("<str:task_id>/diff", views.checkpoint_diff, name="diff"),
 ]

@@ -1,29 +1,26 @@
-"""Console pages for durable tasks: list, inspector, checkpoint viewer, checkpoint diff."""
+"""Console pages for durable tasks: list, checkpoint viewer, checkpoint diff.
+
+The task inspector shows the task's runs and effects too: console_app.views.tasks.
+"""
 
 from __future__ import annotations
 
 import difflib
-from itertools import pairwise
 
 from django import forms
 from django.http import Http404
 from django.views.decorators.http import require_GET
 
 from audit_app.actor import Actor
-from effects_app.store import EffectStore
-from runs_app.store import RunStateStore
 from stateroom.errors import NotFound
 from stateroom.htmx import render_page
 from stateroom.jsonview import diff, pretty
-from stateroom.pages import keyset_page, parse_cursor
+from stateroom.pages import keyset_page
 from tenancy_app.access import require_role
 from tenancy_app.models import Role
 
 from .models import TaskStatus
 from .store import TaskStateStore
-
-CHECKPOINTS_PAGE = 50
-RELATED_PAGE = 50
 
 
 class TaskFilterForm(forms.Form):
@@ -49,53 +46,6 @@ def task_list(request):
         "tasks/list.html",
         {"nav": "tasks", "form": form, "page": page, "query": query.urlencode()},
         fragment="results",
-    )
-
-
-@require_role(Role.SUPPORT)
-@require_GET
-def task_detail(request, task_id: str):
-    """The task inspector; `?before_seq=` pages the checkpoint list (bodies are not loaded)."""
-    store = _store(request)
-    try:
-        task = store.load(task_id)
-    except NotFound as exc:
-        raise Http404("No such task") from exc
-    checkpoints = store.list_checkpoints(task_id).defer("state").order_by("-seq")
-    before_seq = parse_cursor(request.GET.get("before_seq"))
-    if before_seq is not None:
-        checkpoints = checkpoints.filter(seq__lt=before_seq)
-    checkpoints = list(checkpoints[: CHECKPOINTS_PAGE + 1])
-    # The row after each one (one more is read than shown) is its predecessor.
-    for newer, previous in pairwise(checkpoints):
-        newer.previous_id = previous.checkpoint_id
-    completed, pending = len(task.completed_nodes), len(task.pending_nodes)
-    effects = (
-        EffectStore(request.tenant, store.actor)
-        .list_effects()
-        .filter(run__task=task)
-        .order_by("-id")[: RELATED_PAGE + 1]
-    )
-    runs = RunStateStore(request.tenant, store.actor).list_runs(task_id=task_id).order_by("-id")
-    return render_page(
-        request,
-        "tasks/detail.html",
-        {
-            "nav": "tasks",
-            "task": task,
-            "completed": completed,
-            "total_nodes": completed + pending,
-            "checkpoints": checkpoints[:CHECKPOINTS_PAGE],
-            "older_seq": (
-                checkpoints[CHECKPOINTS_PAGE - 1].seq
-                if len(checkpoints) > CHECKPOINTS_PAGE
-                else None
-            ),
-            "effects": list(effects),
-            "runs": list(runs[: RELATED_PAGE + 1]),
-            "related_page": RELATED_PAGE,
-        },
-        fragment="checkpoint-rows" if "before_seq" in request.GET else None,
     )
 
 

@@ -1,42 +1,10 @@
-from django_scopes import get_scope
-
-from approvals_app.models import ApprovalStatus
-from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
-
-
 def tenancy(request):
+    """The tenant and membership of the page, and the user's tenants for the switcher."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    tenant = getattr(request, "tenant", None)
     return {
-        "current_tenant": tenant,
+        "current_tenant": getattr(request, "tenant", None),
         "current_membership": getattr(request, "membership", None),
         "user_memberships": user.memberships.select_related("tenant").order_by("tenant__name"),
-        "pending_approvals_count": _pending_approvals_count(request, tenant),
     }
-
-
-def _pending_approvals_count(request, tenant):
-    """A callable the template evaluates where it shows the count: one COUNT query at most.
-
-    It counts only inside the request's tenant scope: error pages (404/403
-    raised by a view) render after the middleware has left it, and show no
-    badge rather than query outside it.
-    """
-    cache: list[int | None] = []
-
-    def count() -> int | None:
-        if not cache:
-            cache.append(_count(request, tenant))
-        return cache[0]
-
-    return count
-
-
-def _count(request, tenant) -> int | None:
-    if tenant is None or get_scope().get("tenant") != tenant:
-        return None
-    store = ApprovalStore(tenant, Actor.from_request(request))
-    return store.list_approvals(status=ApprovalStatus.PENDING).count()

@@ -1,23 +1,22 @@
+"""Pages of tenancy_app: sign-in landing, tokens, members, legal hold and four-eyes settings.
+
+The tenant home and the retention settings read the domains and live in
+console_app.views.
+"""
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit_app.actor import Actor
-from effects_app.models import EffectStatus
-from effects_app.store import EffectStore
-from runs_app.store import RunStateStore
-from sessions_app import retention
-from sessions_app.store import SessionStore
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
-from tasks_app.store import TaskStateStore
 
 from .access import require_role
-from .forms import FourEyesForm, LegalHoldForm, MemberForm, RetentionForm
+from .forms import FourEyesForm, LegalHoldForm, MemberForm
 from .models import Membership, Role, TokenRole
 from .store import TenancyStore
 
@@ -40,28 +39,6 @@ def home(request):
     if membership is None:
         return render(request, "tenancy/no_tenant.html", status=403)
     return redirect("tenant-home", tenant_slug=membership.tenant.slug)
-
-
-@require_GET
-def tenant_home(request):
-    """What needs a person now, and what is going on: counts by status, each a link to its list."""
-    actor = Actor.from_request(request)
-
-    def by_status(queryset) -> dict[str, int]:
-        rows = queryset.order_by().values_list("status").annotate(n=Count("id"))
-        return dict(rows)
-
-    sessions = by_status(SessionStore(request.tenant, actor).list_sessions())
-    runs = by_status(RunStateStore(request.tenant, actor).list_runs())
-    tasks = by_status(TaskStateStore(request.tenant, actor).list_tasks())
-    unknown_effects = (
-        EffectStore(request.tenant, actor).list_effects(status=EffectStatus.UNKNOWN).count()
-    )
-    return render(
-        request,
-        "tenancy/home.html",
-        {"sessions": sessions, "runs": runs, "tasks": tasks, "unknown_effects": unknown_effects},
-    )
 
 
 @require_role(Role.ADMIN)
@@ -229,49 +206,3 @@ def remove_member(request, user_id: int):
     else:
         messages.success(request, "Member removed.")
     return _back(request, "tenancy:members")
-
-
-# --- settings: retention -----------------------------------------------------
-RETENTION_CLASS_LABELS = {
-    "session_items": "Conversation items",
-    "run_event_payloads": "Run event payloads",
-    "checkpoint_bodies": "Checkpoint bodies",
-    "effect_payloads": "Effect payloads",
-}
-
-
-def _retention_page(request, *, form=None, status=200):
-    store = _store(request)
-    policy = store.retention()
-    dry_run = retention.preview(request.tenant)
-    due_classes = [
-        {"label": RETENTION_CLASS_LABELS.get(name, name), **facts}
-        for name, facts in dry_run["retention"]["classes"].items()
-    ]
-    return render(
-        request,
-        "tenancy/retention.html",
-        {
-            "nav": "settings",
-            "tab": "retention",
-            "policy": policy,
-            "preview": dry_run,
-            "due_classes": due_classes,
-            "form": form
-            or RetentionForm(initial={f: getattr(policy, f) for f in RetentionForm.base_fields}),
-        },
-        status=status,
-    )
-
-
-@require_role(Role.ADMIN)
-@require_http_methods(["GET", "POST"])
-def settings_retention(request):
-    if request.method == "GET":
-        return _retention_page(request)
-    form = RetentionForm(request.POST)
-    if not form.is_valid():
-        return _retention_page(request, form=form, status=422)
-    _store(request).set_retention(**form.cleaned_data)
-    messages.success(request, "Retention policy saved.")
-    return _back(request, "tenancy:retention")

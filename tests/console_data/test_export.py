@@ -2,7 +2,7 @@
 
 import json
 
-from sessions_app import export
+from console_app import export
 from sessions_app.store import SessionStore
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login

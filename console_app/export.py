@@ -21,11 +21,11 @@ from audit_app.models import AuditEvent
 from audit_app.store import AuditStore
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
+from sessions_app.models import Session
+from sessions_app.store import SessionStore, StoredItem
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant, read_in_chunks
 
-from .models import Session
-from .store import SessionStore, StoredItem
 from .timeline import item_text
 
 CHUNK = 500

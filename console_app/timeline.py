@@ -28,10 +28,9 @@ from django.db.models import Q
 from approvals_app.models import ApprovalRequest
 from effects_app.models import ExternalEffect
 from runs_app.models import RunTransition
+from sessions_app.models import Session, SessionAttachment
+from sessions_app.store import SessionStore, StoredItem
 from tenancy_app.models import Tenant
-
-from .models import Session, SessionAttachment
-from .store import SessionStore, StoredItem
 
 PAGE_SIZE = 50
 SIDE_LIMIT = 200

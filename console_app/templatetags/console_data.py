@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from sessions_app.timeline import item_text
+from console_app.timeline import item_text
 from stateroom.jsonview import compact, highlight_json
 
 register = template.Library()

@@ -1,0 +1,34 @@
+"""The tenant's home page: what needs a person now, across every domain."""
+
+from django.db.models import Count
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from audit_app.actor import Actor
+from effects_app.models import EffectStatus
+from effects_app.store import EffectStore
+from runs_app.store import RunStateStore
+from sessions_app.store import SessionStore
+from tasks_app.store import TaskStateStore
+
+
+@require_GET
+def tenant_home(request):
+    """What needs a person now, and what is going on: counts by status, each a link to its list."""
+    actor = Actor.from_request(request)
+
+    def by_status(queryset) -> dict[str, int]:
+        rows = queryset.order_by().values_list("status").annotate(n=Count("id"))
+        return dict(rows)
+
+    sessions = by_status(SessionStore(request.tenant, actor).list_sessions())
+    runs = by_status(RunStateStore(request.tenant, actor).list_runs())
+    tasks = by_status(TaskStateStore(request.tenant, actor).list_tasks())
+    unknown_effects = (
+        EffectStore(request.tenant, actor).list_effects(status=EffectStatus.UNKNOWN).count()
+    )
+    return render(
+        request,
+        "tenancy/home.html",
+        {"sessions": sessions, "runs": runs, "tasks": tasks, "unknown_effects": unknown_effects},
+    )

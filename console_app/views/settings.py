@@ -1,0 +1,64 @@
+"""Tenant settings that reach into the domains: the retention policy with its dry run."""
+
+from django.contrib import messages
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from audit_app.actor import Actor
+from sessions_app import retention
+from stateroom.htmx import redirect_after_post
+from tenancy_app.access import require_role
+from tenancy_app.forms import RetentionForm
+from tenancy_app.models import Role
+from tenancy_app.store import TenancyStore
+
+RETENTION_CLASS_LABELS = {
+    "session_items": "Conversation items",
+    "run_event_payloads": "Run event payloads",
+    "checkpoint_bodies": "Checkpoint bodies",
+    "effect_payloads": "Effect payloads",
+}
+
+
+def _store(request) -> TenancyStore:
+    return TenancyStore(request.tenant, Actor.from_request(request))
+
+
+def _retention_page(request, *, form=None, status=200):
+    store = _store(request)
+    policy = store.retention()
+    dry_run = retention.preview(request.tenant)
+    due_classes = [
+        {"label": RETENTION_CLASS_LABELS.get(name, name), **facts}
+        for name, facts in dry_run["retention"]["classes"].items()
+    ]
+    return render(
+        request,
+        "tenancy/retention.html",
+        {
+            "nav": "settings",
+            "tab": "retention",
+            "policy": policy,
+            "preview": dry_run,
+            "due_classes": due_classes,
+            "form": form
+            or RetentionForm(initial={f: getattr(policy, f) for f in RetentionForm.base_fields}),
+        },
+        status=status,
+    )
+
+
+@require_role(Role.ADMIN)
+@require_http_methods(["GET", "POST"])
+def settings_retention(request):
+    """The tenant's retention policy, and what it would delete now (a dry run of the job)."""
+    if request.method == "GET":
+        return _retention_page(request)
+    form = RetentionForm(request.POST)
+    if not form.is_valid():
+        return _retention_page(request, form=form, status=422)
+    _store(request).set_retention(**form.cleaned_data)
+    messages.success(request, "Retention policy saved.")
+    url = reverse("tenancy:retention", kwargs={"tenant_slug": request.tenant.slug})
+    return redirect_after_post(request, url)
