@@ -21,9 +21,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from runs_app.api import EmptyAsNullCharField
-from runs_app.store import RunStateStore
-from stateroom.api import keyset_page
+from stateroom.api import EmptyAsNullCharField, keyset_page
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, error
 from stateroom.errors import Unprocessable
 from tenancy_app.auth import IsOperatorToken
@@ -166,7 +164,7 @@ def approval_data(approval: ApprovalRequest) -> dict:
 )
 @api_view(["POST"])
 def run_approvals(request, run_id: str):
-    RunStateStore(request.tenant, Actor.from_request(request)).get(run_id)
+    _store(request).get_run(run_id)
     body = ApprovalRequestIn(data=request.data)
     body.is_valid(raise_exception=True)
     approval = _store(request).request(run_id=run_id, **body.validated_data)

@@ -99,6 +99,10 @@ class ApprovalStore(BaseStore):
             approvals = approvals.filter(run__run_id=run_id)
         return approvals
 
+    def get_run(self, run_id: str) -> Run:
+        """The run an approval is asked for (404 if unknown): approvals build on runs."""
+        return RunStateStore(self.tenant, self.actor, clock=self.now).get(run_id)
+
     def inbox(self) -> QuerySet[ApprovalRequest]:
         """Pending, most urgent first: risk desc, expiry soonest (none last), then oldest."""
         return (
@@ -139,7 +143,7 @@ class ApprovalStore(BaseStore):
         """
         now = self.now()
         with transaction.atomic():
-            run = RunStateStore(self.tenant, self.actor, clock=self.now).get(run_id)
+            run = self.get_run(run_id)
             self._validate_request(
                 tool_name=tool_name,
                 arguments=arguments,
@@ -365,8 +369,8 @@ class ApprovalStore(BaseStore):
     def withdraw_for_run(self, *, run: Run, reason: str) -> int:
         """A run that ended waits on nothing: cancel its pending approval (audited).
 
-        Called by RunStateStore in the transaction that ends the run (which
-        holds the run's row lock).
+        Called by `actions_app.runs.RunActions` in the transaction that ends
+        the run, which holds the run's row lock (lock order: run, then approval).
         """
         withdrawn = 0
         for approval in (

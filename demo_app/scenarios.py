@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
@@ -72,9 +73,16 @@ def _stores(tenant: Tenant, actor: Actor, clock: Clock):
     )
 
 
+def _ending(runs: RunStateStore) -> RunActions:
+    """The run operations that may end a run (and withdraw its approval), as `runs` acts."""
+    return RunActions(runs.tenant, runs.actor, clock=runs.now)
+
+
 def _advance(runs: RunStateStore, run_id: str, **changes):
     run = runs.get(run_id)
-    return runs.compare_and_set(run_id=run_id, expected_version=run.version, changes=changes)
+    return _ending(runs).compare_and_set(
+        run_id=run_id, expected_version=run.version, changes=changes
+    )
 
 
 def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_hours: float):
@@ -311,7 +319,9 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
             changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
             if status == "failed":
                 changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
-            runs.compare_and_set(run_id=run.run_id, expected_version=last.version, changes=changes)
+            _ending(runs).compare_and_set(
+                run_id=run.run_id, expected_version=last.version, changes=changes
+            )
     if final_status and final_status != "active":
         task = tasks.load(task.task_id)
         tasks.save(task_id=task.task_id, expected_version=task.version, status=final_status)
@@ -389,9 +399,7 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
         ApprovalStore(tenant, runtime_actor(tenant)).cancel(
             approval_id=cancelled.approval_id, reason="Customer withdrew the request"
         )
-        RunStateStore(tenant, admin).cancel(
-            run_id=run.run_id, reason="Customer withdrew the request"
-        )
+        RunActions(tenant, admin).cancel(run_id=run.run_id, reason="Customer withdrew the request")
         # An effect whose outcome is unknown after a crash, and one that failed.
         _, run, unknown_approval = payments_refund(
             tenant, rng, 24, risk="medium", amount=120, age_minutes=200
@@ -433,7 +441,7 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
             active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5)
         )
         _advance(runs, overdue.run_id, status="running")
-        RunStateStore(tenant, Actor.system("deadline sweep")).fail_overdue()
+        RunActions(tenant, Actor.system("deadline sweep")).fail_overdue()
     for i, status in enumerate(["active", "waiting", "completed", "failed", "cancelled"]):
         with in_tenant(tenant):
             migration_task(tenant, rng, i, final_status=status)

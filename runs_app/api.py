@@ -2,11 +2,12 @@
 
 Each view looks its run up first (an unknown or other tenant's id is 404
 whatever the body), then validates the body, then makes one store call.
+The transition (compare-and-set) can end a run, which withdraws its pending
+approval: it is actions_app.api, above runs and approvals.
 """
 
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     inline_serializer,
 )
@@ -15,7 +16,12 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page, parse_int_param, parse_limit, validated
+from stateroom.api import (
+    EmptyAsNullCharField,
+    keyset_page,
+    parse_int_param,
+    parse_limit,
+)
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 
 from .models import Run, RunEvent, RunStatus
@@ -27,17 +33,6 @@ def _store(request) -> RunStateStore:
 
 
 # --- serializers ------------------------------------------------------------
-class EmptyAsNullCharField(serializers.CharField):
-    """Optional text the database keeps as "" and the API shows as null (seed: `str | None`)."""
-
-    def __init__(self, **kwargs) -> None:
-        kwargs.setdefault("allow_null", True)
-        super().__init__(**kwargs)
-
-    def to_representation(self, value):
-        return value or None
-
-
 class RunOut(serializers.Serializer):
     run_id = serializers.CharField()
     session_id = serializers.CharField(source="session_public_id", allow_null=True)
@@ -201,33 +196,6 @@ def run_collection(request):
 @api_view(["GET"])
 def run_detail(request, run_id: str):
     return Response(run_data(_store(request).get(run_id)))
-
-
-@extend_schema(
-    operation_id="runs_transition",
-    summary="Compare-and-set: change the run if it is still at expected_version",
-    request=RunTransitionIn,
-    responses={
-        200: OpenApiResponse(RunOut, description="The run at version + 1"),
-        **ERRORS_STATEFUL,
-        409: error(
-            "version_conflict (details.current_version): the run changed since it was read; "
-            "invalid_transition (details.from, details.to): the status change is not allowed "
-            "or the run has finished"
-        ),
-    },
-    description=(
-        "Exactly one of several writers with the same expected_version wins; the others get "
-        "409 version_conflict with the current version. Fields left out stay as they are."
-    ),
-)
-@api_view(["POST"])
-def run_transition(request, run_id: str):
-    store = _store(request)
-    changes = validated(RunTransitionIn, request, lookup=lambda: store.get(run_id))
-    expected_version = changes.pop("expected_version")
-    run = store.compare_and_set(run_id=run_id, expected_version=expected_version, changes=changes)
-    return Response(run_data(run))
 
 
 @extend_schema(

@@ -10,6 +10,12 @@ one `RunTransition` row, so the transitions of a run are its version history.
 Runtime writes (create, CAS, events, node executions) are not audited; the
 actions of people and of the system (`run.cancelled`, `run.deadline_exceeded`)
 are, in the same transaction.
+
+Runs know nothing of approvals (approvals build on runs). A run that ends
+waits on nothing: this store clears its `pending_approval_id`, and whatever
+ends a run for the runtime, a person or a sweep goes through
+`actions_app.runs.RunActions`, which also withdraws the run's pending
+approval in the same transaction.
 """
 
 from __future__ import annotations
@@ -248,7 +254,8 @@ class RunStateStore(BaseStore):
         stale version; 409 `run_claimed` when `worker` is given and another
         worker's claim is live. `worker=None` is a caller that takes no part in
         claims (the approval flow, people): only the version protects it.
-        A run that ends here also withdraws its pending approval.
+        A run that ends here waits on no approval any more (`pending_approval_id`
+        cleared); `RunActions.compare_and_set` also withdraws the approval.
         """
         values = self._clean_changes(changes)
         target = values.get("status")
@@ -270,8 +277,6 @@ class RunStateStore(BaseStore):
                 conditions=conditions,
                 transition=Transition(values, worker, now),
             )
-            if run is not None and run.is_terminal:
-                self._withdraw_approvals(run, reason=f"run {run.status}")
         if run is None:
             raise self._why_refused(
                 run_id=run_id,
@@ -326,7 +331,10 @@ class RunStateStore(BaseStore):
 
     # --- people and the system --------------------------------------------
     def cancel(self, *, run_id: str, reason: str) -> Run:
-        """An operator/admin stops a run whatever its version or claim (audited `run.cancelled`)."""
+        """An operator/admin stops a run whatever its version or claim (audited `run.cancelled`).
+
+        `RunActions.cancel` also withdraws the run's pending approval.
+        """
         now = self.now()
         with transaction.atomic():
             current = self.get(run_id)
@@ -348,19 +356,20 @@ class RunStateStore(BaseStore):
                 after={"status": run.status, "version": run.version},
                 reason=reason,
             )
-            self._withdraw_approvals(run, reason=reason or "run cancelled")
         return run
 
-    def fail_overdue(self, *, limit: int = 500) -> int:
+    def fail_overdue(self, *, limit: int = 500) -> list[Run]:
         """Sweep: non-terminal runs past `deadline_at` -> `failed` (`deadline_exceeded`).
 
-        Bounded to `limit` runs. Rows another transaction holds are skipped
-        (`skip_locked`, the next sweep gets them) and each update re-checks
-        status and deadline, so two sweeps at once fail each run exactly once.
-        Each is audited `run.deadline_exceeded` with the store's (system) actor.
+        Bounded to `limit` runs; returns the runs it failed. Rows another
+        transaction holds are skipped (`skip_locked`, the next sweep gets them)
+        and each update re-checks status and deadline, so two sweeps at once
+        fail each run exactly once. Each is audited `run.deadline_exceeded`
+        with the store's (system) actor. `RunActions.fail_overdue` also
+        withdraws the failed runs' pending approvals.
         """
         now = self.now()
-        failed = 0
+        failed: list[Run] = []
         with transaction.atomic():
             overdue = list(
                 self._runs()
@@ -397,8 +406,7 @@ class RunStateStore(BaseStore):
                     before={"status": run.previous_status, "version": run.version - 1},
                     after={"status": run.status, "version": run.version, "error": error},
                 )
-                self._withdraw_approvals(run, reason="run passed its deadline")
-                failed += 1
+                failed.append(run)
         return failed
 
     # --- events and node executions ---------------------------------------
@@ -747,14 +755,6 @@ class RunStateStore(BaseStore):
     def _transition_label(self, worker: str | None) -> str:
         label = self.actor.label if not worker else f"{self.actor.label} ({worker})"
         return label[:200]
-
-    def _withdraw_approvals(self, run: Run, *, reason: str) -> None:
-        """A finished run waits on nothing: its pending approval is cancelled (audited)."""
-        from approvals_app.store import ApprovalStore  # approvals build on runs
-
-        ApprovalStore(self.tenant, self.actor, clock=self.now).withdraw_for_run(
-            run=run, reason=reason
-        )
 
 
 __all__ = ["RUN_CHANGE_FIELDS", "RunStateStore", "allowed_from"]

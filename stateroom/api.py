@@ -1,5 +1,6 @@
 """The one place API errors take their shape:
-`{"error": {"code": ..., "message": ..., "details": {...}}}`.
+`{"error": {"code": ..., "message": ..., "details": {...}}}`; and what every
+app's API shares (body parsing, lookups before validation, pages, fields).
 """
 
 import json
@@ -10,7 +11,7 @@ from typing import TypeVar
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.http import Http404, JsonResponse
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
@@ -32,6 +33,17 @@ _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (exceptions.UnsupportedMediaType, 415, "unsupported_media_type"),
     (exceptions.Throttled, 429, "rate_limited"),
 ]
+
+
+class EmptyAsNullCharField(serializers.CharField):
+    """Optional text the database keeps as "" and the API shows as null (seed: `str | None`)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value):
+        return value or None
 
 
 def error_body(code: str, message: str, details=None) -> dict:

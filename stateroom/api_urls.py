@@ -22,7 +22,15 @@ class SchemaView(SpectacularAPIView):
             return super()._get_schema_response(request)
 
 
-APPS = ("tenancy_app", "sessions_app", "runs_app", "tasks_app", "approvals_app", "effects_app")
+APPS = (
+    "tenancy_app",
+    "sessions_app",
+    "runs_app",
+    "tasks_app",
+    "approvals_app",
+    "effects_app",
+    "actions_app",
+)
 
 urlpatterns = [
     path(

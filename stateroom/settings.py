@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "tasks_app",
     "approvals_app",
     "effects_app",
+    "actions_app",
     "console_app",
     "demo_app",
 ]
@@ -260,7 +261,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # wait for the broker instead 
 CELERY_BEAT_SCHEDULE = {
     "expire-sessions": {"task": "sessions_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},
-    "fail-overdue-runs": {"task": "runs_app.tasks.sweep_overdue_runs", "schedule": 60.0},
+    "fail-overdue-runs": {"task": "actions_app.tasks.sweep_overdue_runs", "schedule": 60.0},
     "apply-retention": {"task": "sessions_app.tasks.apply_retention", "schedule": 24 * 3600.0},
 }
 

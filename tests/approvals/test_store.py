@@ -547,30 +547,6 @@ def test_decision_after_expires_at_keeps_the_expiry_when_caught(tenant_a, operat
     assert audit(tenant_a, "approval.approved") == []
 
 
-@pytest.mark.parametrize("how", ["cancel", "cas_failed", "deadline"])
-def test_a_run_that_ends_withdraws_its_pending_approval(tenant_a, admin_a, clock, how):
-    make_approval(tenant_a, approval_id="apr-1", clock=clock)
-    with in_tenant(tenant_a):
-        if how == "cancel":
-            run_store(tenant_a, Actor.for_user(admin_a)).cancel(run_id="run-1", reason="stop")
-        elif how == "cas_failed":
-            run_store(tenant_a).compare_and_set(
-                run_id="run-1", expected_version=3, changes={"status": "failed"}
-            )
-        else:
-            from runs_app.models import Run
-
-            Run.objects.filter(run_id="run-1").update(deadline_at=clock.current)
-            clock.advance(1)
-            assert run_store(tenant_a, Actor.system("sweep"), clock=clock).fail_overdue() == 1
-    approval = reload_approval(tenant_a, "apr-1")
-    run = reload(tenant_a, "run-1")
-    assert approval["status"] == "cancelled"
-    assert run["pending_approval_id"] == ""
-    assert run["status"] in {"cancelled", "failed"}
-    assert len(audit(tenant_a, "approval.cancelled")) == 1
-
-
 # --- reads ---------------------------------------------------------------------------
 def test_inbox_is_most_urgent_first(tenant_a, clock):
     soon, later = clock.current + timedelta(minutes=5), clock.current + timedelta(hours=5)

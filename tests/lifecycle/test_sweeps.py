@@ -10,13 +10,13 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from actions_app.tasks import sweep_overdue_runs
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
 from approvals_app.tasks import sweep_expired_approvals
 from audit_app.models import AuditEvent
 from runs_app.models import Run
 from runs_app.store import RunStateStore
-from runs_app.tasks import sweep_overdue_runs
 from sessions_app.deletion import ContentDeletionStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore
@@ -83,7 +83,7 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
     assert scheduled == {
         "sessions_app.tasks.sweep_expired_sessions",
         "approvals_app.tasks.sweep_expired_approvals",
-        "runs_app.tasks.sweep_overdue_runs",
+        "actions_app.tasks.sweep_overdue_runs",
         "sessions_app.tasks.apply_retention",
     }
     on_demand = {

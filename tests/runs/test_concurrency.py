@@ -112,7 +112,7 @@ def test_two_overdue_sweeps_at_once_fail_each_run_once(tenant_a):
         total = 0
         while True:
             with in_tenant(tenant_a):
-                failed = store.fail_overdue(limit=5)
+                failed = len(store.fail_overdue(limit=5))
             if not failed:
                 return total
             total += failed

@@ -496,9 +496,9 @@ def test_fail_overdue_fails_only_overdue_live_runs_and_audits_each(tenant_a, ten
     make_run(tenant_b, "running", run_id="late-b", deadline_at=past)
     with in_tenant(tenant_a):
         store = run_store(tenant_a, Actor.system("sweep"), clock=clock)
-        assert store.fail_overdue(limit=2) == 2
-        assert store.fail_overdue(limit=2) == 1
-        assert store.fail_overdue() == 0
+        assert [run.run_id for run in store.fail_overdue(limit=2)] == ["late-1", "late-2"]
+        assert [run.run_id for run in store.fail_overdue(limit=2)] == ["late-3"]
+        assert store.fail_overdue() == []
     statuses = {r: reload(tenant_a, r)["status"] for r in ("late-1", "late-2", "late-3")}
     assert statuses == {"late-1": "failed", "late-2": "failed", "late-3": "failed"}
     assert reload(tenant_a, "late-1")["error"] == {

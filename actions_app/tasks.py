@@ -1,4 +1,4 @@
-"""Celery tasks of the runs domain."""
+"""Celery tasks whose step spans domains."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ from celery import shared_task
 from audit_app.actor import Actor
 from tenancy_app.jobs import for_each_tenant
 
-from .store import RunStateStore
+from .runs import RunActions
 
 SWEEP_BATCH = 500
 
 
 @shared_task(acks_late=True)
 def sweep_overdue_runs(tenant_id: int | None = None, limit: int = SWEEP_BATCH) -> dict:
-    """Fail non-terminal runs past their deadline (`deadline_exceeded`), per tenant, in batches."""
+    """Fail non-terminal runs past their deadline (`deadline_exceeded`), per tenant, in batches.
+
+    Each failed run's pending approval is withdrawn in the same transaction.
+    """
     result = for_each_tenant(
-        lambda tenant: RunStateStore(tenant, Actor.system("sweep")).fail_overdue(limit=limit),
+        lambda tenant: RunActions(tenant, Actor.system("sweep")).fail_overdue(limit=limit),
         limit=limit,
         tenant_id=tenant_id,
         name="sweep_overdue_runs",

@@ -1,0 +1,9 @@
+"""Runtime API routes of actions_app, mounted under /api/v1/."""
+
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("runs/<str:run_id>/transition", api.run_transition, name="api-run-transition"),
+]

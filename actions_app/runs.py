@@ -1,0 +1,79 @@
+"""Ending a run: the run store ends it, the approval store withdraws its pending approval.
+
+Runs do not know approvals; approvals build on runs. Whatever ends a run
+(the runtime's compare-and-set to a terminal status, a person's cancel, the
+deadline sweep) comes through `RunActions`, so the approval it was waiting
+on is cancelled (audited `approval.cancelled`) in the transaction that ends
+the run, while that transaction holds the run's row lock: the lock order is
+the run, then the approval, as everywhere in the approvals store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals_app.store import ApprovalStore
+from audit_app.actor import Actor
+from runs_app.models import Run
+from runs_app.store import RunStateStore
+from stateroom.errors import StateroomError
+from tenancy_app.models import Tenant
+
+
+class RunActions:
+    """The run operations that may end a run, for one tenant and one actor (like a store)."""
+
+    def __init__(
+        self, tenant: Tenant, actor: Actor, *, clock: Callable[[], datetime] = timezone.now
+    ) -> None:
+        self.runs = RunStateStore(tenant, actor, clock=clock)
+        self.approvals = ApprovalStore(tenant, actor, clock=clock)
+
+    def compare_and_set(
+        self,
+        *,
+        run_id: str,
+        expected_version: int,
+        changes: dict[str, Any],
+        worker: str | None = None,
+    ) -> Run:
+        """`RunStateStore.compare_and_set`; a run it ends withdraws its pending approval.
+
+        A refusal writes nothing and leaves the caller's transaction usable, as
+        the store's own refusals do: it is raised after the (savepoint-free)
+        transaction block, so the hot path pays no savepoint.
+        """
+        refusal: StateroomError | None = None
+        with transaction.atomic(savepoint=False):
+            try:
+                run = self.runs.compare_and_set(
+                    run_id=run_id, expected_version=expected_version, changes=changes, worker=worker
+                )
+            except StateroomError as exc:  # raised after the store wrote nothing
+                refusal = exc
+            else:
+                if run.is_terminal:
+                    self.approvals.withdraw_for_run(run=run, reason=f"run {run.status}")
+        if refusal is not None:
+            raise refusal
+        return run
+
+    def cancel(self, *, run_id: str, reason: str) -> Run:
+        """`RunStateStore.cancel` (audited `run.cancelled`), and the pending approval withdrawn."""
+        with transaction.atomic():
+            run = self.runs.cancel(run_id=run_id, reason=reason)
+            self.approvals.withdraw_for_run(run=run, reason=reason or "run cancelled")
+        return run
+
+    def fail_overdue(self, *, limit: int = 500) -> int:
+        """`RunStateStore.fail_overdue`; each failed run's pending approval withdrawn. How many."""
+        with transaction.atomic():
+            failed = self.runs.fail_overdue(limit=limit)
+            for run in failed:
+                self.approvals.withdraw_for_run(run=run, reason="run passed its deadline")
+        return len(failed)
