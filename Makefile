@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo     - install, start PostgreSQL (embedded unless DATABASE_URL), migrate, load demo data, serve"
 	@echo "make test     - install and run the whole test suite"
-	@echo "make lint     - ruff check and format check"
+	@echo "make lint     - ruff check, format check and the layering contracts (lint-imports)"
 	@echo "make bench    - benchmarks, results in bench/results/"
 	@echo "make stop-db  - stop the embedded PostgreSQL (it keeps running between commands)"
 
@@ -42,6 +42,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 format: install
 	$(BIN)/ruff check --fix .
