@@ -171,3 +171,27 @@ def api_a(make_token, tenant_a) -> Client:
 @pytest.fixture
 def api_b(make_token, tenant_b) -> Client:
     return Client(headers={"Authorization": f"Bearer {make_token(tenant_b)}"})
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _apps_write_only_their_own_tables():
+    """Every connection of the run, in every thread, refuses a write to another app's table."""
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    from tests.ownership import OwnTablesOnly
+
+    guard = OwnTablesOnly()
+
+    def install(sender, connection, **kwargs):
+        if guard not in connection.execute_wrappers:
+            connection.execute_wrappers.append(guard)
+
+    connection_created.connect(install, weak=False)
+    for connection in connections.all():
+        install(None, connection)
+    yield
+    connection_created.disconnect(install)
+    for connection in connections.all():
+        if guard in connection.execute_wrappers:
+            connection.execute_wrappers.remove(guard)
