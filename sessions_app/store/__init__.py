@@ -1,0 +1,61 @@
+"""SessionStore: every state change of the session domain, and its scoped reads.
+
+One store, built for one tenant and one actor like every store, written in
+parts by concern:
+
+- `reads`: one session, pages of sessions, attachments, items by seq;
+- `lifecycle`: create, attach, detach, heartbeat, idle (seed 004), and the
+  audited ends: close, expire, the lease sweep, legal hold;
+- `appends`: the hot path, items appended with gap-free, commit-ordered seqs;
+- `base`: what they share: the status machine, the row lock, ending a session;
+- `validation`: the input checks and limits (the API's limits too).
+
+Error codes: 409 `session_terminal` for any write other than attach that
+reaches a closed/expired session (heartbeat, detach, close, expire, append,
+mark_idle); attach says `session_not_attachable` as the API contract demands.
+Both carry `details.status`.
+
+Audited (one event each, in the change's transaction): `session.closed`,
+`session.expired` (admin, lease found passed, sweep), `session.legal_hold_on`
+and `session.legal_hold_off`. Runtime writes (create, attach, detach,
+heartbeat, append) are not audited: the attachment rows and items are their
+record.
+"""
+
+from ..models import TERMINAL_SESSION_STATUSES
+from .appends import AppendResult, SessionAppends
+from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SESSION_TRANSITIONS, SessionRefusal
+from .lifecycle import SessionLifecycle
+from .reads import SessionReads, StoredItem
+from .validation import (
+    DEFAULT_LEASE_SECONDS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_ITEM_TYPE_LENGTH,
+    MAX_ITEMS_PER_APPEND,
+    MAX_LEASE_SECONDS,
+    MAX_ROLE_LENGTH,
+    MAX_USER_ID_LENGTH,
+)
+
+
+class SessionStore(SessionReads, SessionLifecycle, SessionAppends):
+    """The session domain's store: its reads, its lifecycle and its appends."""
+
+
+__all__ = [
+    "DEFAULT_LEASE_SECONDS",
+    "LIVE_STATUSES",
+    "MAX_IDEMPOTENCY_KEY_LENGTH",
+    "MAX_ITEMS_PER_APPEND",
+    "MAX_ITEM_TYPE_LENGTH",
+    "MAX_LEASE_SECONDS",
+    "MAX_ROLE_LENGTH",
+    "MAX_USER_ID_LENGTH",
+    "OPEN_ATTACHMENTS_ATTR",
+    "SESSION_TRANSITIONS",
+    "TERMINAL_SESSION_STATUSES",
+    "AppendResult",
+    "SessionRefusal",
+    "SessionStore",
+    "StoredItem",
+]

@@ -1,0 +1,251 @@
+"""SessionStore's hot path: appending conversation items, numbered gap-free per session."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from runs_app.models import Run
+from stateroom.errors import Conflict, StateroomError, Unprocessable
+from stateroom.ids import is_valid_public_id
+from stateroom.sql import hot_cursor
+
+from ..models import ItemAppend, Session, SessionAttachment, SessionItem, SessionStatus
+from .base import LIVE_STATUSES, SessionStoreBase
+from .validation import MAX_IDEMPOTENCY_KEY_LENGTH, is_short_text, validated_items
+
+_SESSIONS = Session._meta.db_table
+_ITEMS = SessionItem._meta.db_table
+_APPENDS = ItemAppend._meta.db_table
+_ATTACHMENTS = SessionAttachment._meta.db_table
+_RUNS = Run._meta.db_table
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    first_seq: int
+    last_seq: int
+    created: bool
+
+
+class SessionAppends(SessionStoreBase):
+    def append_items(
+        self,
+        *,
+        session_id: str,
+        items: list[dict],
+        run_id: str = "",
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """Append conversation items with gap-free, commit-ordered `seq`s.
+
+        Hot path: one statement (`_append_in_one_statement`) claims the seqs
+        with a conditional `UPDATE … SET last_seq = last_seq + n … RETURNING`
+        (its row lock serializes appenders of the session until commit, so
+        seqs are handed out in commit order and a rolled-back append returns
+        its seqs), records the idempotency key and inserts the items. When it
+        matches nothing, `_refuse_append` says why, or replays a known key.
+        """
+        rows = validated_items(items)
+        errors: dict[str, list[str]] = {}
+        if run_id and not is_valid_public_id(run_id):
+            errors["run_id"] = ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"]
+        if idempotency_key is not None and not is_short_text(
+            idempotency_key, MAX_IDEMPOTENCY_KEY_LENGTH
+        ):
+            errors["idempotency_key"] = [
+                f"must be a non-empty string of at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters"
+            ]
+        if errors:
+            raise Unprocessable("Some fields are invalid.", details=errors)
+        digest = _request_digest(rows, run_id) if idempotency_key is not None else ""
+        for _attempt in range(3):
+            now = self.now()
+            appended = self._append_in_one_statement(
+                session_id, rows, run_id, idempotency_key, digest, now
+            )
+            if appended is not None:
+                return appended
+            replayed = self._refuse_append(session_id, run_id, idempotency_key, digest)
+            if replayed is not None:
+                return replayed
+        raise Conflict("The session changed while appending; retry.", code="append_contention")
+
+    def _claim_sql(
+        self, session_id: str, count: int, run_id: str, now: datetime
+    ) -> tuple[str, list[Any]]:
+        """The conditional UPDATE that claims `count` seqs of a writable session.
+
+        Raw SQL for `RETURNING`; RLS still applies on PostgreSQL, and the
+        tenant is filtered explicitly as everywhere else.
+        """
+        sql = (
+            f"UPDATE {_SESSIONS} SET last_seq = last_seq + %s, last_active_at = %s, status = %s"
+            f" WHERE tenant_id = %s AND session_id = %s AND status IN (%s, %s)"
+            f" AND lease_until >= %s AND content_deleted_at IS NULL"
+        )
+        params: list[Any] = [
+            count,
+            now,
+            SessionStatus.ACTIVE.value,
+            self.tenant.pk,
+            session_id,
+            *(s.value for s in LIVE_STATUSES),
+            now,
+        ]
+        if run_id:
+            # The writing run must be attached to this session, or be one of its runs.
+            sql += (
+                f" AND (EXISTS (SELECT 1 FROM {_ATTACHMENTS} a WHERE a.tenant_id = %s"
+                f" AND a.session_id = {_SESSIONS}.id AND a.run_id = %s AND a.detached_at IS NULL)"
+                f" OR EXISTS (SELECT 1 FROM {_RUNS} r WHERE r.tenant_id = %s AND r.run_id = %s"
+                f" AND r.session_id = {_SESSIONS}.id))"
+            )
+            params += [self.tenant.pk, run_id, self.tenant.pk, run_id]
+        return sql, params
+
+    def _append_in_one_statement(
+        self,
+        session_id: str,
+        rows: list[dict[str, Any]],
+        run_id: str,
+        idempotency_key: str | None,
+        digest: str,
+        now: datetime,
+    ) -> AppendResult | None:
+        """PostgreSQL: claim the seqs, record the key and insert the items in one statement.
+
+        The claim is `_claim_sql`'s conditional UPDATE, which also refuses a
+        key this session already recorded; the key and the items are inserted
+        from its RETURNING row in the same statement. None when the session is
+        not writable or the key is known (the caller finds out which).
+
+        Two requests racing with one new key: the second waits on the session
+        row, and its key INSERT then meets the first's committed key. Its claim
+        is undone in the same transaction (it still holds the row lock, so no
+        other append came in between) and the first's seqs are replayed.
+        """
+        count = len(rows)
+        sql, params = self._claim_sql(session_id, count, run_id, now)
+        if idempotency_key is not None:
+            sql += (
+                f" AND NOT EXISTS (SELECT 1 FROM {_APPENDS} k WHERE k.tenant_id = %s"
+                f" AND k.session_id = {_SESSIONS}.id AND k.idempotency_key = %s)"
+            )
+            params += [self.tenant.pk, idempotency_key]
+            recorded = (
+                f"INSERT INTO {_APPENDS} (tenant_id, session_id, idempotency_key, request_digest,"
+                " first_seq, last_seq, created_at)"
+                " SELECT %s, s.id, %s, %s, s.last_seq - %s + 1, s.last_seq, %s FROM s"
+                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id"
+            )
+            params += [self.tenant.pk, idempotency_key, digest, count, now]
+            gate = " AND EXISTS (SELECT 1 FROM k)"
+        else:
+            recorded = "SELECT 1 AS id"
+            gate = ""
+        params += [
+            self.tenant.pk,
+            count,
+            run_id,
+            now,
+            [row["role"] for row in rows],
+            [row["item_type"] for row in rows],
+            [json.dumps(row["payload"]) for row in rows],
+        ]
+        statement = (
+            f"WITH s AS ({sql} RETURNING id, last_seq), k AS ({recorded}),"
+            f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"
+            " run_id, created_at)"
+            " SELECT %s, s.id, s.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
+            " FROM s, unnest(%s::text[], %s::text[], %s::text[])"
+            f" WITH ORDINALITY AS u(role, item_type, payload, ord) WHERE true{gate})"
+            " SELECT s.id, s.last_seq, EXISTS (SELECT 1 FROM k) FROM s"
+        )
+        with transaction.atomic(savepoint=False), hot_cursor() as cursor:
+            cursor.execute(statement, params)
+            claimed = cursor.fetchone()
+            if claimed is None:
+                return None
+            session_pk, last_seq, was_recorded = claimed
+            if was_recorded:
+                return AppendResult(last_seq - count + 1, last_seq, created=True)
+            cursor.execute(
+                f"UPDATE {_SESSIONS} SET last_seq = last_seq - %s WHERE id = %s AND tenant_id = %s",
+                [count, session_pk, self.tenant.pk],
+            )
+        previous = self._previous_append(session_id, idempotency_key)
+        if previous is None:  # pragma: no cover - the key's row was just seen
+            raise Conflict("The session changed while appending; retry.", code="append_contention")
+        return _replay(previous, digest)
+
+    def _previous_append(self, session_id: str, idempotency_key: str | None) -> ItemAppend | None:
+        if idempotency_key is None:
+            return None
+        return ItemAppend.objects.filter(
+            tenant=self.tenant,
+            session__session_id=session_id,
+            idempotency_key=idempotency_key,
+        ).first()
+
+    def _refuse_append(
+        self, session_id: str, run_id: str, idempotency_key: str | None, digest: str
+    ) -> AppendResult | None:
+        """Why the claim matched no row: raise the refusal, replay a known key, or None to retry."""
+        refusal: StateroomError | None = None
+        with transaction.atomic():
+            session = self._lock(session_id)
+            previous = self._previous_append(session_id, idempotency_key)
+            if previous is not None:
+                return _replay(previous, digest)
+            if session.content_deleted_at is not None:
+                raise Conflict(
+                    "The session's content was deleted; it takes no new items.",
+                    code="content_deleted",
+                    details={"status": session.status},
+                )
+            self._refuse_terminal(session)
+            if session.status == SessionStatus.CREATING:
+                raise Conflict(
+                    "The session is not active yet.",
+                    code="invalid_transition",
+                    details={"status": session.status},
+                )
+            refusal = self._expire_if_lease_passed(session, self.now(), code="session_terminal")
+            if refusal is None and run_id and not self._run_writes_to(session, run_id):
+                raise Conflict(
+                    "This run is not attached to the session.",
+                    code="run_not_attached",
+                    details={"run_id": run_id},
+                )
+        if refusal is not None:
+            raise refusal
+        return None
+
+    def _run_writes_to(self, session: Session, run_id: str) -> bool:
+        return (
+            self._open_attachments_query().filter(session=session, run_id=run_id).exists()
+            or Run.objects.filter(tenant=self.tenant, run_id=run_id, session=session).exists()
+        )
+
+
+def _request_digest(rows: list[dict[str, Any]], run_id: str) -> str:
+    canonical = json.dumps(
+        {"items": rows, "run_id": run_id}, sort_keys=True, separators=(",", ":"), default=str
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _replay(previous: ItemAppend, digest: str) -> AppendResult:
+    if previous.request_digest != digest:
+        raise Unprocessable(
+            "This idempotency key was used with a different request.",
+            code="idempotency_key_reused",
+            details={"idempotency_key": ["was used with different items or run_id"]},
+        )
+    return AppendResult(previous.first_seq, previous.last_seq, created=False)

@@ -1,0 +1,137 @@
+"""SessionStore's reads: one session, pages of sessions, attachments, items by seq."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Prefetch, Q, QuerySet
+
+from stateroom.errors import Unprocessable
+from stateroom.sql import hot_cursor
+
+from ..models import Session, SessionAttachment, SessionItem, SessionStatus
+from .base import OPEN_ATTACHMENTS_ATTR, SessionStoreBase, not_found
+
+_SESSIONS = Session._meta.db_table
+_ITEMS = SessionItem._meta.db_table
+
+
+@dataclass
+class StoredItem:
+    """A conversation item as read: what API, console and export show of it.
+
+    A plain object, not a model: building 50 of these is a fraction of what
+    50 SessionItem instances cost. Views may hang display attributes on it.
+    """
+
+    seq: int
+    role: str
+    item_type: str
+    payload: dict[str, Any]
+    run_id: str
+    created_at: datetime
+
+
+class SessionReads(SessionStoreBase):
+    def get(self, session_id: str) -> Session:
+        session = Session.objects.filter(tenant=self.tenant, session_id=session_id).first()
+        if session is None:
+            raise not_found(session_id)
+        return session
+
+    def list_sessions(
+        self,
+        *,
+        status: str | None = None,
+        user_id: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+        search: str | None = None,
+    ) -> QuerySet[Session]:
+        """Sessions of this tenant, filtered; unordered (callers keyset by id).
+
+        Open attachments are prefetched, so `attached_run_ids` costs no query per row.
+        """
+        if status is not None and status not in SessionStatus.values:
+            raise Unprocessable(
+                "Unknown session status.",
+                details={"status": [f"must be one of {', '.join(SessionStatus.values)}"]},
+            )
+        queryset = Session.objects.filter(tenant=self.tenant)
+        if status:
+            queryset = queryset.filter(status=status)
+        if user_id:
+            queryset = queryset.filter(user_id=user_id)
+        if created_from is not None:
+            queryset = queryset.filter(created_at__gte=created_from)
+        if created_to is not None:
+            queryset = queryset.filter(created_at__lt=created_to)
+        if search:
+            queryset = queryset.filter(
+                Q(session_id__icontains=search) | Q(user_id__icontains=search)
+            )
+        return queryset.prefetch_related(
+            Prefetch(
+                "attachments",
+                queryset=self._open_attachments_query(),
+                to_attr=OPEN_ATTACHMENTS_ATTR,
+            )
+        )
+
+    def attachments(self, session: Session) -> QuerySet[SessionAttachment]:
+        """Every attachment of the session, open and past, in attach order."""
+        return SessionAttachment.objects.filter(tenant=self.tenant, session=session).order_by(
+            "attached_at", "id"
+        )
+
+    def get_items(
+        self,
+        *,
+        session_id: str,
+        limit: int = 50,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[StoredItem]:
+        """Items in ascending `seq`.
+
+        With `before_seq`: the `limit` items just before it (still ascending),
+        i.e. the previous page; `after_seq` then only bounds it from below.
+        Hot path: one statement on the unique index (tenant, session, seq),
+        rows read into `StoredItem`s; an unknown session is told apart from
+        an empty page only when the page is empty.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise Unprocessable("limit must be a positive integer.", details={"limit": ["min 1"]})
+        sql = (
+            f"SELECT seq, role, item_type, payload, run_id, created_at FROM {_ITEMS}"
+            f" WHERE tenant_id = %s AND session_id = (SELECT id FROM {_SESSIONS}"
+            " WHERE tenant_id = %s AND session_id = %s)"
+        )
+        params: list[Any] = [self.tenant.pk, self.tenant.pk, session_id]
+        if after_seq is not None:
+            sql += " AND seq > %s"
+            params.append(after_seq)
+        if before_seq is not None:
+            sql += " AND seq < %s ORDER BY seq DESC LIMIT %s"
+            params += [before_seq, limit]
+        else:
+            sql += " ORDER BY seq LIMIT %s"
+            params.append(limit)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        if (
+            not rows
+            and not Session.objects.filter(tenant=self.tenant, session_id=session_id).exists()
+        ):
+            raise not_found(session_id)
+        if before_seq is not None:
+            rows.reverse()
+        loads = json.loads
+        return [
+            StoredItem(seq, role, item_type, loads(payload), run_id, created_at)
+            for seq, role, item_type, payload, run_id, created_at in rows
+        ]

@@ -1,0 +1,124 @@
+"""The sessions store's input checks: what a value must be before a store method acts.
+
+Each returns the errors of one field (`{"field": ["why"]}`), or raises 422
+(`Unprocessable`) naming each bad field. The limits are the API's too
+(sessions_app.serializers reads them from here).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from stateroom.errors import Unprocessable
+from stateroom.ids import is_valid_public_id
+
+DEFAULT_LEASE_SECONDS = 3600
+MAX_LEASE_SECONDS = 86400
+MAX_ITEMS_PER_APPEND = 1000
+MAX_USER_ID_LENGTH = 128
+MAX_ROLE_LENGTH = 32
+MAX_ITEM_TYPE_LENGTH = 64
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
+
+
+def is_short_text(value: Any, max_length: int) -> bool:
+    return isinstance(value, str) and 1 <= len(value) <= max_length and not text_problem(value)
+
+
+def text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (no lone surrogates)"
+    return None
+
+
+def json_problem(value: Any) -> str | None:
+    """Why the database would refuse this JSON value (PostgreSQL jsonb takes no NaN, NUL
+    or lone surrogates; Python's json module lets all three through), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must not contain NaN or Infinity"
+    if isinstance(value, str):
+        return text_problem(value)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if problem := text_problem(str(key)) or json_problem(child):
+                return problem
+    elif isinstance(value, list):
+        for child in value:
+            if problem := json_problem(child):
+                return problem
+    return None
+
+
+def check_reason(reason: Any) -> None:
+    if not isinstance(reason, str):
+        raise Unprocessable("reason must be a string.", details={"reason": ["must be a string"]})
+    if problem := text_problem(reason):
+        raise Unprocessable("reason is invalid.", details={"reason": [problem]})
+
+
+def lease_errors(lease_seconds: Any) -> dict[str, list[str]]:
+    if (
+        isinstance(lease_seconds, bool)
+        or not isinstance(lease_seconds, int)
+        or not 1 <= lease_seconds <= MAX_LEASE_SECONDS
+    ):
+        return {"lease_seconds": [f"must be an integer from 1 to {MAX_LEASE_SECONDS}"]}
+    return {}
+
+
+def run_id_errors(run_id: Any) -> dict[str, list[str]]:
+    if not isinstance(run_id, str) or not is_valid_public_id(run_id):
+        return {"run_id": ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"]}
+    return {}
+
+
+def revision_errors(expected_revision: Any) -> dict[str, list[str]]:
+    if (
+        isinstance(expected_revision, bool)
+        or not isinstance(expected_revision, int)
+        or expected_revision < 0
+    ):
+        return {"expected_revision": ["must be a non-negative integer"]}
+    return {}
+
+
+def validated_items(items: Any) -> list[dict[str, Any]]:
+    """The items as model fields, or 422 naming each bad field (`items[3].role`)."""
+    if not isinstance(items, list) or not items:
+        raise Unprocessable(
+            "items must be a non-empty list.", details={"items": ["must be a non-empty list"]}
+        )
+    if len(items) > MAX_ITEMS_PER_APPEND:
+        raise Unprocessable(
+            "Too many items.", details={"items": [f"at most {MAX_ITEMS_PER_APPEND} per call"]}
+        )
+    errors: dict[str, list[str]] = {}
+    rows = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            errors[f"items[{index}]"] = ["must be an object"]
+            continue
+        for name, max_length in (("role", MAX_ROLE_LENGTH), ("item_type", MAX_ITEM_TYPE_LENGTH)):
+            if not is_short_text(item.get(name), max_length):
+                errors[f"items[{index}].{name}"] = [
+                    f"must be a non-empty string of at most {max_length} characters"
+                ]
+        if not isinstance(item.get("payload"), dict):
+            errors[f"items[{index}].payload"] = ["must be an object"]
+        elif problem := json_problem(item["payload"]):
+            errors[f"items[{index}].payload"] = [problem]
+        rows.append(
+            {
+                "role": item.get("role"),
+                "item_type": item.get("item_type"),
+                "payload": item.get("payload"),
+            }
+        )
+    if errors:
+        raise Unprocessable("Some items are invalid.", details=errors)
+    return rows
