@@ -1,8 +1,10 @@
 """The sessions store's input checks: what a value must be before a store method acts.
 
-Each returns the errors of one field (`{"field": ["why"]}`), or raises 422
-(`Unprocessable`) naming each bad field. The limits are the API's too
-(sessions_app.serializers reads them from here).
+`*_errors` return the errors of one field (`{"field": ["why"]}`), `*_problem`
+say why the database would refuse a value (or None), `check_reason` and
+`validated_items` raise 422 (`Unprocessable`) naming each bad field. The
+limits are the API's too (sessions_app.serializers imports them from
+sessions_app.store).
 """
 
 from __future__ import annotations
