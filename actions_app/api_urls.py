@@ -5,5 +5,5 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
-    path("runs/<str:run_id>/transition", api.run_transition, name="api-run-transition"),
+    path("runs/<pid:run_id>/transition", api.run_transition, name="api-run-transition"),
 ]

@@ -9,9 +9,9 @@ database connection while it waits.
 import time
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import connection
 from drf_spectacular.utils import (
-    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     inline_serializer,
@@ -21,9 +21,20 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import EmptyAsNullCharField, keyset_page
+from stateroom.api import EmptyAsNullCharField, keyset_page, not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, error
-from stateroom.errors import Unprocessable
+from stateroom.contract import (
+    PageQuery,
+    QuerySerializer,
+    StrictCharField,
+    StrictChoiceField,
+    StrictDateTimeField,
+    StrictDictField,
+    StrictIntegerField,
+    StrictSerializer,
+    query,
+)
+from stateroom.ids import PUBLIC_ID_RE
 from tenancy_app.auth import IsOperatorToken
 from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
@@ -83,50 +94,75 @@ class ApprovalSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ApprovalRequestIn(serializers.Serializer):
-    expected_version = serializers.IntegerField(min_value=1)
-    tool_name = serializers.CharField(max_length=200)
-    arguments = serializers.DictField()
-    risk = serializers.ChoiceField(choices=Risk.choices)
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
-    approval_id = serializers.RegexField(r"^[A-Za-z0-9._:-]{1,128}$", required=False)
+class ApprovalRequestIn(StrictSerializer):
+    expected_version = StrictIntegerField(min_value=1)
+    tool_name = StrictCharField(max_length=200)
+    arguments = StrictDictField()
+    risk = StrictChoiceField(choices=Risk.choices)
+    reason = StrictCharField(required=False, allow_blank=True, default="")
+    expires_at = StrictDateTimeField(
+        required=False, allow_null=True, help_text="With an offset; must lie in the future"
+    )
+    approval_id = StrictCharField(
+        required=False,
+        max_length=128,
+        validators=[
+            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        ],
+    )
     allowed_decisions = serializers.ListField(
-        child=serializers.ChoiceField(choices=Decision.choices),
+        child=StrictChoiceField(choices=Decision.choices),
         required=False,
         allow_empty=False,
         help_text="What the runtime can honour (default approve, reject)",
     )
 
 
-class ApprovalCancelIn(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+class ApprovalCancelIn(StrictSerializer):
+    reason = StrictCharField(required=False, allow_blank=True, default="")
 
 
-class ApprovalDecisionIn(serializers.Serializer):
-    decision = serializers.ChoiceField(
+class ApprovalDecisionIn(StrictSerializer):
+    decision = StrictChoiceField(
         choices=Decision.choices, help_text="Only one of the approval's allowed_decisions"
     )
-    reason = serializers.CharField(
+    reason = StrictCharField(
         required=False,
         allow_blank=True,
         default="",
         help_text="Required to reject, and for any decision on high or critical risk",
     )
-    approved_arguments = serializers.DictField(
+    approved_arguments = StrictDictField(
         required=False, allow_null=True, help_text="edit: run these arguments instead"
     )
-    response = serializers.CharField(
+    response = StrictCharField(
         required=False,
         allow_blank=True,
         max_length=20_000,
         help_text="respond: the text the model gets as the tool's result",
     )
-    expected_digest = serializers.CharField(
+    expected_digest = StrictCharField(
         required=False, help_text="Decide only if the call still has this call_digest"
     )
-    expected_run_version = serializers.IntegerField(
+    expected_run_version = StrictIntegerField(
         required=False, help_text="Decide only if the run is still at this version"
+    )
+
+
+class ApprovalListQuery(PageQuery):
+    status = serializers.ChoiceField(choices=ApprovalStatus.choices, required=False)
+    run_id = serializers.CharField(max_length=128, required=False)
+
+
+class ApprovalWaitQuery(QuerySerializer):
+    wait = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=settings.STATEROOM_LONG_POLL_MAX_SECONDS,
+        help_text=(
+            "Seconds (0-30) to wait for a decision: returns as soon as the approval is no "
+            "longer pending, or at the timeout with it still pending"
+        ),
     )
 
 
@@ -164,63 +200,31 @@ def approval_data(approval: ApprovalRequest) -> dict:
 )
 @api_view(["POST"])
 def run_approvals(request, run_id: str):
-    _store(request).get_run(run_id)
-    body = ApprovalRequestIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    approval = _store(request).request(run_id=run_id, **body.validated_data)
+    store = _store(request)
+    data = validated(ApprovalRequestIn, request, lookup=lambda: store.get_run(run_id))
+    approval = store.request(run_id=run_id, **data)
     return Response(approval_data(approval), status=201)
 
 
 @extend_schema(
     operation_id="approvals_list",
     summary="Approvals of this tenant, newest first",
-    parameters=[
-        OpenApiParameter("status", str, enum=ApprovalStatus.values),
-        OpenApiParameter("run_id", str),
-        OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)"),
-        OpenApiParameter("cursor", int, description="From the `next` URL of the previous page"),
-    ],
+    parameters=[ApprovalListQuery],
     responses={200: ApprovalPage, **ERRORS_LIST},
 )
 @api_view(["GET"])
 def approval_list(request):
-    params = request.query_params
+    params = query(request, ApprovalListQuery)
     queryset = _store(request).list_approvals(
-        status=params.get("status") or None, run_id=params.get("run_id") or None
+        status=params.get("status"), run_id=params.get("run_id")
     )
-    return keyset_page(request, queryset, approval_data)
-
-
-def _parse_wait(request) -> float:
-    raw = request.query_params.get("wait")
-    if raw is None or raw == "":
-        return 0
-    limit = settings.STATEROOM_LONG_POLL_MAX_SECONDS
-    try:
-        wait = int(raw)
-    except ValueError:
-        wait = -1
-    if not 0 <= wait <= limit:
-        raise Unprocessable(
-            f"wait must be an integer from 0 to {limit}.",
-            details={"wait": [f"must be an integer from 0 to {limit}"]},
-        )
-    return wait
+    return keyset_page(request, queryset, approval_data, page=params)
 
 
 @extend_schema(
     operation_id="approvals_retrieve",
     summary="An approval; with wait=N, long-poll until it is no longer pending",
-    parameters=[
-        OpenApiParameter(
-            "wait",
-            int,
-            description=(
-                "Seconds (0-30) to wait for a decision: returns as soon as the approval is no "
-                "longer pending, or at the timeout with it still pending"
-            ),
-        )
-    ],
+    parameters=[ApprovalWaitQuery],
     responses={
         200: ApprovalSerializer,
         **ERRORS_READ,
@@ -235,8 +239,11 @@ def approval_detail(request, approval_id: str):
     store = _store(request)
     tenant_id = request.tenant.pk
     with tenant_transaction(tenant_id):
+        wait = not_found_first(
+            lambda: query(request, ApprovalWaitQuery), lambda: store.get(approval_id)
+        ).get("wait", 0)
         data = approval_data(store.get(approval_id))
-    deadline = time.monotonic() + _parse_wait(request)
+    deadline = time.monotonic() + wait
     delay = POLL_FIRST_DELAY
     while data["status"] == ApprovalStatus.PENDING:
         remaining = deadline - time.monotonic()
@@ -265,10 +272,8 @@ def approval_detail(request, approval_id: str):
 @api_view(["POST"])
 def approval_cancel(request, approval_id: str):
     store = _store(request)
-    store.get(approval_id)
-    body = ApprovalCancelIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    return Response(approval_data(store.cancel(approval_id=approval_id, **body.validated_data)))
+    data = validated(ApprovalCancelIn, request, lookup=lambda: store.get(approval_id))
+    return Response(approval_data(store.cancel(approval_id=approval_id, **data)))
 
 
 @extend_schema(
@@ -299,8 +304,6 @@ def approval_cancel(request, approval_id: str):
 @permission_classes([IsOperatorToken])
 def approval_decision(request, approval_id: str):
     store = _store(request)
-    store.get(approval_id)
-    body = ApprovalDecisionIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    approval = store.decide(approval_id=approval_id, **body.validated_data)
+    data = validated(ApprovalDecisionIn, request, lookup=lambda: store.get(approval_id))
+    approval = store.decide(approval_id=approval_id, **data)
     return Response(approval_data(approval))

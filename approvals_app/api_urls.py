@@ -5,12 +5,12 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
-    path("runs/<str:run_id>/approvals", api.run_approvals, name="api-run-approvals"),
+    path("runs/<pid:run_id>/approvals", api.run_approvals, name="api-run-approvals"),
     path("approvals", api.approval_list, name="api-approvals"),
-    path("approvals/<str:approval_id>", api.approval_detail, name="api-approval"),
-    path("approvals/<str:approval_id>/cancel", api.approval_cancel, name="api-approval-cancel"),
+    path("approvals/<pid:approval_id>", api.approval_detail, name="api-approval"),
+    path("approvals/<pid:approval_id>/cancel", api.approval_cancel, name="api-approval-cancel"),
     path(
-        "approvals/<str:approval_id>/decision",
+        "approvals/<pid:approval_id>/decision",
         api.approval_decision,
         name="api-approval-decision",
     ),

@@ -5,7 +5,6 @@ Each view looks its run or effect up first (an unknown or other tenant's id is
 """
 
 from drf_spectacular.utils import (
-    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     inline_serializer,
@@ -15,8 +14,16 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page, validated
+from stateroom.api import keyset_page, not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_STATEFUL, ERRORS_WRITE, error
+from stateroom.contract import (
+    OpenObject,
+    PageQuery,
+    StrictCharField,
+    StrictDictField,
+    StrictSerializer,
+    query,
+)
 
 from .models import EffectStatus, ExternalEffect
 from .store import EffectStore
@@ -27,31 +34,37 @@ def _store(request) -> EffectStore:
 
 
 # --- serializers ------------------------------------------------------------
-class EffectRecordIn(serializers.Serializer):
-    idempotency_key = serializers.CharField(max_length=255, trim_whitespace=False)
-    tool_name = serializers.CharField(max_length=200)
-    request = serializers.DictField(help_text="The call about to be made (JSON object)")
-    node_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    approval_id = serializers.CharField(
+class EffectRecordIn(StrictSerializer):
+    idempotency_key = StrictCharField(max_length=255, help_text="A string, compared exactly")
+    tool_name = StrictCharField(max_length=200)
+    request = StrictDictField(help_text="The call about to be made (JSON object)")
+    node_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    approval_id = StrictCharField(
         max_length=128, required=False, help_text="The approval this call was allowed by"
     )
 
 
-class EffectCommitIn(serializers.Serializer):
-    result = serializers.DictField()
+class EffectCommitIn(StrictSerializer):
+    result = StrictDictField()
 
 
-class EffectErrorIn(serializers.Serializer):
-    message = serializers.CharField()
+class EffectErrorIn(OpenObject):
+    """The runtime's error: `message`, and any other keys it sends (kept as sent)."""
 
-    def to_internal_value(self, data):
-        # Keep every key the runtime sent (code, status, ...), not only `message`.
-        super().to_internal_value(data)
-        return dict(data)
+    message = StrictCharField()
 
 
-class EffectFailIn(serializers.Serializer):
+class EffectFailIn(StrictSerializer):
     error = EffectErrorIn()
+
+
+class RunEffectsQuery(PageQuery):
+    status = serializers.ChoiceField(choices=EffectStatus.choices, required=False)
+
+
+class EffectListQuery(RunEffectsQuery):
+    idempotency_key = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
+    run_id = serializers.CharField(max_length=128, required=False)
 
 
 class EffectOut(serializers.Serializer):
@@ -103,11 +116,6 @@ def effect_data(effect: ExternalEffect) -> dict:
     ).data
 
 
-LIMIT = OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)")
-CURSOR = OpenApiParameter("cursor", int, description="From the `next` URL of the previous page")
-STATUS = OpenApiParameter("status", str, enum=EffectStatus.values)
-
-
 # --- views --------------------------------------------------------------------
 @extend_schema(
     methods=["POST"],
@@ -132,15 +140,18 @@ STATUS = OpenApiParameter("status", str, enum=EffectStatus.values)
     methods=["GET"],
     operation_id="runs_effects_list",
     summary="The effects a run recorded, newest first",
-    parameters=[STATUS, LIMIT, CURSOR],
+    parameters=[RunEffectsQuery],
     responses={200: EffectPage, **ERRORS_LIST, 404: error("Unknown run, or another tenant's")},
 )
 @api_view(["GET", "POST"])
 def run_effects(request, run_id: str):
     store = _store(request)
     if request.method == "GET":
-        queryset = store.list_effects(run_id=run_id, status=request.query_params.get("status"))
-        return keyset_page(request, queryset, effect_data)
+        params = not_found_first(
+            lambda: query(request, RunEffectsQuery), lambda: store.get_run(run_id)
+        )
+        queryset = store.list_effects(run_id=run_id, status=params.get("status"))
+        return keyset_page(request, queryset, effect_data, page=params)
     data = validated(EffectRecordIn, request, lookup=lambda: store.get_run(run_id))
     effect, created = store.record(run_id=run_id, **data)
     return Response(effect_data(effect), status=201 if created else 200)
@@ -149,24 +160,18 @@ def run_effects(request, run_id: str):
 @extend_schema(
     operation_id="effects_list",
     summary="Look effects up, e.g. by idempotency key",
-    parameters=[
-        OpenApiParameter("idempotency_key", str),
-        OpenApiParameter("run_id", str),
-        STATUS,
-        LIMIT,
-        CURSOR,
-    ],
+    parameters=[EffectListQuery],
     responses={200: EffectPage, **ERRORS_LIST, 404: error("run_id is unknown or another tenant's")},
 )
 @api_view(["GET"])
 def effect_list(request):
-    params = request.query_params
+    params = query(request, EffectListQuery)
     queryset = _store(request).list_effects(
-        run_id=params.get("run_id") or None,
-        idempotency_key=params.get("idempotency_key") or None,
+        run_id=params.get("run_id"),
+        idempotency_key=params.get("idempotency_key"),
         status=params.get("status"),
     )
-    return keyset_page(request, queryset, effect_data)
+    return keyset_page(request, queryset, effect_data, page=params)
 
 
 @extend_schema(
@@ -186,10 +191,8 @@ def effect_list(request):
 @api_view(["POST"])
 def effect_commit(request, effect_id: str):
     store = _store(request)
-    store.get(effect_id)
-    body = EffectCommitIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    return Response(effect_data(store.commit(effect_id=effect_id, **body.validated_data)))
+    data = validated(EffectCommitIn, request, lookup=lambda: store.get(effect_id))
+    return Response(effect_data(store.commit(effect_id=effect_id, **data)))
 
 
 @extend_schema(
@@ -208,7 +211,5 @@ def effect_commit(request, effect_id: str):
 @api_view(["POST"])
 def effect_fail(request, effect_id: str):
     store = _store(request)
-    store.get(effect_id)
-    body = EffectFailIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    return Response(effect_data(store.fail(effect_id=effect_id, **body.validated_data)))
+    data = validated(EffectFailIn, request, lookup=lambda: store.get(effect_id))
+    return Response(effect_data(store.fail(effect_id=effect_id, **data)))

@@ -8,8 +8,8 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
-    path("runs/<str:run_id>/effects", api.run_effects, name="api-run-effects"),
+    path("runs/<pid:run_id>/effects", api.run_effects, name="api-run-effects"),
     path("effects", api.effect_list, name="api-effect-list"),
-    path("effects/<str:effect_id>/commit", api.effect_commit, name="api-effect-commit"),
-    path("effects/<str:effect_id>/fail", api.effect_fail, name="api-effect-fail"),
+    path("effects/<pid:effect_id>/commit", api.effect_commit, name="api-effect-commit"),
+    path("effects/<pid:effect_id>/fail", api.effect_fail, name="api-effect-fail"),
 ]

@@ -6,8 +6,8 @@ The transition (compare-and-set) can end a run, which withdraws its pending
 approval: it is actions_app.api, above runs and approvals.
 """
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import (
-    OpenApiParameter,
     extend_schema,
     inline_serializer,
 )
@@ -17,15 +17,36 @@ from rest_framework.response import Response
 
 from audit_app.actor import Actor
 from stateroom.api import (
+    DEFAULT_LIMIT,
     EmptyAsNullCharField,
     keyset_page,
-    parse_int_param,
-    parse_limit,
+    not_found_first,
+    validated,
 )
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
+from stateroom.contract import (
+    DecimalStringField,
+    NoQuery,
+    PageQuery,
+    QuerySerializer,
+    StrictCharField,
+    StrictChoiceField,
+    StrictDateTimeField,
+    StrictDictField,
+    StrictIntegerField,
+    StrictSerializer,
+    query,
+)
+from stateroom.ids import PUBLIC_ID_RE
 
 from .models import Run, RunEvent, RunStatus
-from .store import RunStateStore
+from .store import (
+    MAX_COUNTER,
+    MAX_EVENT_TYPE_LENGTH,
+    MAX_EVENTS_PER_APPEND,
+    STRING_LIMITS,
+    RunStateStore,
+)
 
 
 def _store(request) -> RunStateStore:
@@ -54,55 +75,66 @@ class RunOut(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class RunCreateIn(serializers.Serializer):
-    run_id = serializers.RegexField(r"^[A-Za-z0-9._:-]{1,128}$", required=False)
-    session_id = serializers.CharField(max_length=128, required=False, allow_null=True)
-    task_id = serializers.CharField(max_length=128, required=False, allow_null=True)
-    active_agent = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, allow_null=True
+def _text(name: str, **kwargs) -> StrictCharField:
+    """An optional text field of a run, limited as the store limits it (one definition)."""
+    return StrictCharField(
+        max_length=STRING_LIMITS[name], required=False, allow_blank=True, allow_null=True, **kwargs
     )
-    deadline_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-class RunTransitionIn(serializers.Serializer):
-    expected_version = serializers.IntegerField(min_value=1)
-    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
-    turn_index = serializers.IntegerField(min_value=0, max_value=2**62, required=False)
-    active_agent = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, allow_null=True
+class RunCreateIn(StrictSerializer):
+    run_id = StrictCharField(
+        required=False,
+        max_length=128,
+        validators=[
+            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        ],
     )
-    current_node_id = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, allow_null=True
+    session_id = StrictCharField(max_length=128, required=False, allow_null=True)
+    task_id = StrictCharField(max_length=128, required=False, allow_null=True)
+    active_agent = _text("active_agent")
+    deadline_at = StrictDateTimeField(
+        required=False, allow_null=True, help_text="With an offset; must lie in the future"
     )
-    token_used = serializers.IntegerField(min_value=0, max_value=2**62, required=False)
-    cost_used = serializers.DecimalField(
-        max_digits=18, decimal_places=6, min_value=0, required=False
-    )
-    last_checkpoint_id = serializers.CharField(
-        max_length=128, required=False, allow_blank=True, allow_null=True
-    )
-    error = serializers.DictField(required=False, allow_null=True)
-
-    def validate(self, attrs):
-        # A field this endpoint does not change is refused, not silently ignored.
-        unknown = sorted(set(self.initial_data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {key: ["not a field of a transition"] for key in unknown}
-            )
-        return attrs
 
 
-class RunEventIn(serializers.Serializer):
-    type = serializers.CharField(max_length=64)
-    node_id = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, allow_null=True
+class RunTransitionIn(StrictSerializer):
+    expected_version = StrictIntegerField(min_value=1)
+    status = StrictChoiceField(choices=RunStatus.choices, required=False)
+    turn_index = StrictIntegerField(min_value=0, max_value=MAX_COUNTER, required=False)
+    active_agent = _text("active_agent")
+    current_node_id = _text("current_node_id")
+    token_used = StrictIntegerField(min_value=0, max_value=MAX_COUNTER, required=False)
+    cost_used = DecimalStringField(
+        max_digits=18, decimal_places=6, min_value=0, required=False, help_text="Decimal string"
     )
+    last_checkpoint_id = _text("last_checkpoint_id")
+    error = StrictDictField(required=False, allow_null=True)
+
+
+class RunEventIn(StrictSerializer):
+    type = StrictCharField(max_length=MAX_EVENT_TYPE_LENGTH)
+    node_id = _text("current_node_id")
     payload = serializers.JSONField(allow_null=True)
 
 
-class RunEventsIn(serializers.Serializer):
-    events = RunEventIn(many=True, allow_empty=False, max_length=1000)
+class RunEventsIn(StrictSerializer):
+    events = RunEventIn(many=True, allow_empty=False, max_length=MAX_EVENTS_PER_APPEND)
+
+
+class RunListQuery(PageQuery):
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    session_id = serializers.CharField(max_length=128, required=False)
+    task_id = serializers.CharField(max_length=128, required=False)
+
+
+class RunEventsQuery(QuerySerializer):
+    after = serializers.IntegerField(
+        required=False, min_value=0, help_text="Only events with a larger seq"
+    )
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
+    )
 
 
 class RunEventOut(serializers.Serializer):
@@ -134,10 +166,6 @@ def event_data(event: RunEvent) -> dict:
     return RunEventOut(event).data
 
 
-LIMIT = OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)")
-CURSOR = OpenApiParameter("cursor", int, description="From the `next` URL of the previous page")
-
-
 # --- views --------------------------------------------------------------------
 @extend_schema(
     methods=["POST"],
@@ -155,29 +183,21 @@ CURSOR = OpenApiParameter("cursor", int, description="From the `next` URL of the
     methods=["GET"],
     operation_id="runs_list",
     summary="Runs of this tenant, newest first",
-    parameters=[
-        OpenApiParameter("status", str, enum=RunStatus.values),
-        OpenApiParameter("session_id", str),
-        OpenApiParameter("task_id", str),
-        LIMIT,
-        CURSOR,
-    ],
+    parameters=[RunListQuery],
     responses={200: RunPage, **ERRORS_LIST},
 )
 @api_view(["GET", "POST"])
 def run_collection(request):
     store = _store(request)
     if request.method == "GET":
-        params = request.query_params
+        params = query(request, RunListQuery)
         queryset = store.list_runs(
-            status=params.get("status") or None,
-            session_id=params.get("session_id") or None,
-            task_id=params.get("task_id") or None,
+            status=params.get("status"),
+            session_id=params.get("session_id"),
+            task_id=params.get("task_id"),
         )
-        return keyset_page(request, queryset, run_data)
-    body = RunCreateIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    data = body.validated_data
+        return keyset_page(request, queryset, run_data, page=params)
+    data = validated(RunCreateIn, request, lookup=lambda: None)
     run = store.create(
         run_id=data.get("run_id"),
         session_id=data.get("session_id") or None,
@@ -195,7 +215,9 @@ def run_collection(request):
 )
 @api_view(["GET"])
 def run_detail(request, run_id: str):
-    return Response(run_data(_store(request).get(run_id)))
+    store = _store(request)
+    not_found_first(lambda: query(request, NoQuery), lambda: store.get(run_id))
+    return Response(run_data(store.get(run_id)))
 
 
 @extend_schema(
@@ -213,10 +235,7 @@ def run_detail(request, run_id: str):
     methods=["GET"],
     operation_id="runs_events_list",
     summary="Events of the run in seq order, after `after`",
-    parameters=[
-        OpenApiParameter("after", int, description="Only events with a larger seq"),
-        LIMIT,
-    ],
+    parameters=[RunEventsQuery],
     responses={200: RunEventPage, **ERRORS_LIST, 404: error("Unknown run, or another tenant's")},
 )
 @api_view(["GET", "POST"])
@@ -224,8 +243,8 @@ def run_events(request, run_id: str):
     store = _store(request)
     store.get(run_id)
     if request.method == "GET":
-        limit = parse_limit(request)
-        after = parse_int_param(request, "after")
+        params = query(request, RunEventsQuery)
+        limit, after = params.get("limit") or DEFAULT_LIMIT, params.get("after")
         rows = store.get_events(run_id=run_id, after=after, limit=limit + 1)
         next_url = None
         if len(rows) > limit:
@@ -234,7 +253,6 @@ def run_events(request, run_id: str):
             params["after"] = str(rows[-1].seq)
             next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
         return Response({"results": [event_data(e) for e in rows], "next": next_url})
-    body = RunEventsIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    events = store.append_events(run_id=run_id, events=body.validated_data["events"])
+    data = validated(RunEventsIn, request, lookup=lambda: None)
+    events = store.append_events(run_id=run_id, events=data["events"])
     return Response({"first_seq": events[0].seq, "last_seq": events[-1].seq}, status=201)

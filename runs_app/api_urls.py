@@ -6,6 +6,6 @@ from . import api
 
 urlpatterns = [
     path("runs", api.run_collection, name="api-runs"),
-    path("runs/<str:run_id>", api.run_detail, name="api-run"),
-    path("runs/<str:run_id>/events", api.run_events, name="api-run-events"),
+    path("runs/<pid:run_id>", api.run_detail, name="api-run"),
+    path("runs/<pid:run_id>/events", api.run_events, name="api-run-events"),
 ]

@@ -63,17 +63,19 @@ RUN_CHANGE_FIELDS = frozenset(
         "error",
     }
 )
-_STRING_LIMITS = {
+# The limits of a run's fields, for every caller: the API's serializers take theirs from here.
+STRING_LIMITS = {
     "active_agent": 200,
     "current_node_id": 200,
     "pending_approval_id": 128,
     "last_checkpoint_id": 128,
 }
 _COUNTERS = ("turn_index", "token_used")
-_MAX_COUNTER = 2**62
+MAX_COUNTER = 2**62
 # cost_used is DECIMAL(18, 6): at most 12 digits before the point.
 _MAX_COST = Decimal(10) ** 12
 MAX_EVENTS_PER_APPEND = 1000
+MAX_EVENT_TYPE_LENGTH = 64
 MAX_LEASE_SECONDS = 86400
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 
@@ -194,11 +196,16 @@ class RunStateStore(BaseStore):
             raise Unprocessable(
                 "Invalid run_id.", details={"run_id": ["1-128 characters of [A-Za-z0-9._:-]"]}
             )
-        if len(active_agent or "") > _STRING_LIMITS["active_agent"]:
+        if len(active_agent or "") > STRING_LIMITS["active_agent"]:
             raise Unprocessable(
                 "active_agent is too long.", details={"active_agent": ["at most 200 characters"]}
             )
         now = self.now()
+        if deadline_at is not None and deadline_at <= now:
+            raise Unprocessable(
+                "deadline_at lies in the past.",
+                details={"deadline_at": ["must lie in the future"]},
+            )
         with transaction.atomic():
             session = task = None
             if session_id:
@@ -533,7 +540,7 @@ class RunStateStore(BaseStore):
             elif key in _COUNTERS:
                 if isinstance(value, bool) or not isinstance(value, int):
                     errors[key] = ["must be an integer"]
-                elif not 0 <= value <= _MAX_COUNTER:
+                elif not 0 <= value <= MAX_COUNTER:
                     errors[key] = ["must be 0 or more"]
                 else:
                     values[key] = value
@@ -557,8 +564,8 @@ class RunStateStore(BaseStore):
                 text = "" if value is None else value
                 if not isinstance(text, str):
                     errors[key] = ["must be a string"]
-                elif len(text) > _STRING_LIMITS[key]:
-                    errors[key] = [f"at most {_STRING_LIMITS[key]} characters"]
+                elif len(text) > STRING_LIMITS[key]:
+                    errors[key] = [f"at most {STRING_LIMITS[key]} characters"]
                 else:
                     values[key] = text
         if errors:
@@ -567,7 +574,9 @@ class RunStateStore(BaseStore):
 
     def _clean_events(self, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if not isinstance(events, list) or not events:
-            raise Unprocessable("events must be a non-empty list.", details={"events": ["1+"]})
+            raise Unprocessable(
+                "events must be a non-empty list.", details={"events": ["at least one event"]}
+            )
         if len(events) > MAX_EVENTS_PER_APPEND:
             raise Unprocessable(
                 "Too many events.", details={"events": [f"at most {MAX_EVENTS_PER_APPEND}"]}
@@ -575,12 +584,21 @@ class RunStateStore(BaseStore):
         rows = []
         for i, event in enumerate(events):
             if not isinstance(event, dict):
-                raise Unprocessable("Each event is an object.", details={f"events.{i}": ["object"]})
+                raise Unprocessable(
+                    "Each event is an object.", details={f"events[{i}]": ["must be an object"]}
+                )
             kind, node_id = event.get("type"), event.get("node_id") or ""
-            if not isinstance(kind, str) or not 1 <= len(kind) <= 64:
-                raise Unprocessable("Invalid event type.", details={f"events.{i}.type": ["1-64"]})
-            if not isinstance(node_id, str) or len(node_id) > 200:
-                raise Unprocessable("Invalid node_id.", details={f"events.{i}.node_id": ["<=200"]})
+            if not isinstance(kind, str) or not 1 <= len(kind) <= MAX_EVENT_TYPE_LENGTH:
+                raise Unprocessable(
+                    "Invalid event type.",
+                    details={f"events[{i}].type": [f"1-{MAX_EVENT_TYPE_LENGTH} characters"]},
+                )
+            limit = STRING_LIMITS["current_node_id"]
+            if not isinstance(node_id, str) or len(node_id) > limit:
+                raise Unprocessable(
+                    "Invalid node_id.",
+                    details={f"events[{i}].node_id": [f"at most {limit} characters"]},
+                )
             rows.append({"type": kind, "node_id": node_id, "payload": event.get("payload")})
         return rows
 

@@ -10,15 +10,16 @@ path does not pay a separate lookup.
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import keyset_page, not_found_first, parse_int_param, parse_limit, validated
+from stateroom.api import DEFAULT_LIMIT, keyset_page, not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_WRITE, error
+from stateroom.contract import NoQuery, query
 
-from .models import Session, SessionStatus
+from .models import Session
 from .serializers import (
     SessionAppendIn,
     SessionAppendOut,
@@ -29,6 +30,7 @@ from .serializers import (
     SessionFilterIn,
     SessionHeartbeatIn,
     SessionItemPage,
+    SessionItemsQuery,
     SessionOut,
     SessionPage,
     session_items_out,
@@ -62,12 +64,7 @@ def _body(request, serializer_class, store: SessionStore, session_id: str) -> di
     tags=TAGS,
     operation_id="sessions_list",
     summary="List sessions (keyset-paginated, newest first)",
-    parameters=[
-        OpenApiParameter("status", str, enum=SessionStatus.values, description="Only this status"),
-        OpenApiParameter("user_id", str, description="Only this user's sessions"),
-        OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)"),
-        OpenApiParameter("cursor", int, description="From the previous page's `next`"),
-    ],
+    parameters=[SessionFilterIn],
     responses={200: SessionPage, **ERRORS_LIST},
 )
 @extend_schema(
@@ -95,13 +92,9 @@ def sessions(request):
             lease_seconds=data["lease_seconds"],
         )
         return Response(_out(store, session), status=201)
-    filters = SessionFilterIn(data=request.query_params)
-    filters.is_valid(raise_exception=True)
-    queryset = store.list_sessions(
-        status=filters.validated_data.get("status") or None,
-        user_id=filters.validated_data.get("user_id") or None,
-    )
-    return keyset_page(request, queryset, lambda session: _out(store, session))
+    filters = query(request, SessionFilterIn)
+    queryset = store.list_sessions(status=filters.get("status"), user_id=filters.get("user_id"))
+    return keyset_page(request, queryset, lambda session: _out(store, session), page=filters)
 
 
 @extend_schema(
@@ -112,6 +105,7 @@ def sessions(request):
 @api_view(["GET"])
 def session_detail(request, session_id: str):
     store = _store(request)
+    _after_lookup(store, session_id, lambda: query(request, NoQuery))
     return Response(_out(store, store.get(session_id)))
 
 
@@ -190,15 +184,7 @@ def close(request, session_id: str):
     tags=TAGS,
     operation_id="sessions_items_list",
     summary="Session items in seq order",
-    parameters=[
-        OpenApiParameter("after_seq", int, description="Only items with a larger seq"),
-        OpenApiParameter(
-            "before_seq",
-            int,
-            description="The `limit` items just before this seq (the previous page)",
-        ),
-        OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)"),
-    ],
+    parameters=[SessionItemsQuery],
     responses={
         200: SessionItemPage,
         **ERRORS_READ,
@@ -245,14 +231,9 @@ def items(request, session_id: str):
             status=201 if result.created else 200,
         )
 
-    def parse() -> tuple[int, int | None, int | None]:
-        return (
-            parse_limit(request),
-            parse_int_param(request, "after_seq"),
-            parse_int_param(request, "before_seq"),
-        )
-
-    limit, after_seq, before_seq = _after_lookup(store, session_id, parse)
+    params = _after_lookup(store, session_id, lambda: query(request, SessionItemsQuery))
+    limit = params.get("limit") or DEFAULT_LIMIT
+    after_seq, before_seq = params.get("after_seq"), params.get("before_seq")
     # Forward pages ask one item more to know whether a next page exists; a
     # `before_seq` page ends right before that seq, so it has no next.
     rows = store.get_items(

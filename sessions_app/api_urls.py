@@ -6,10 +6,10 @@ from . import api
 
 urlpatterns = [
     path("sessions", api.sessions, name="api-sessions"),
-    path("sessions/<str:session_id>", api.session_detail, name="api-session"),
-    path("sessions/<str:session_id>/attach", api.attach, name="api-session-attach"),
-    path("sessions/<str:session_id>/detach", api.detach, name="api-session-detach"),
-    path("sessions/<str:session_id>/heartbeat", api.heartbeat, name="api-session-heartbeat"),
-    path("sessions/<str:session_id>/close", api.close, name="api-session-close"),
-    path("sessions/<str:session_id>/items", api.items, name="api-session-items"),
+    path("sessions/<pid:session_id>", api.session_detail, name="api-session"),
+    path("sessions/<pid:session_id>/attach", api.attach, name="api-session-attach"),
+    path("sessions/<pid:session_id>/detach", api.detach, name="api-session-detach"),
+    path("sessions/<pid:session_id>/heartbeat", api.heartbeat, name="api-session-heartbeat"),
+    path("sessions/<pid:session_id>/close", api.close, name="api-session-close"),
+    path("sessions/<pid:session_id>/items", api.items, name="api-session-items"),
 ]

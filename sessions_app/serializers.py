@@ -10,6 +10,14 @@ from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.settings import ISO_8601, api_settings
 
+from stateroom.contract import (
+    PageQuery,
+    QuerySerializer,
+    StrictCharField,
+    StrictDictField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from stateroom.ids import PUBLIC_ID_RE
 
 from .models import SessionStatus
@@ -22,20 +30,6 @@ from .store import (
     MAX_ROLE_LENGTH,
     MAX_USER_ID_LENGTH,
 )
-
-
-class StrictCharField(serializers.CharField):
-    """A string field that refuses numbers and booleans instead of turning them into text,
-    and keeps whitespace as sent (ids and keys are compared exactly)."""
-
-    def __init__(self, **kwargs) -> None:
-        kwargs.setdefault("trim_whitespace", False)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class PublicIdField(StrictCharField):
@@ -51,7 +45,7 @@ class PublicIdField(StrictCharField):
 
 
 def lease_seconds_field(**kwargs) -> serializers.IntegerField:
-    return serializers.IntegerField(
+    return StrictIntegerField(
         min_value=1,
         max_value=MAX_LEASE_SECONDS,
         help_text=f"Lease length from now, 1-{MAX_LEASE_SECONDS} s (default {DEFAULT_LEASE_SECONDS})",
@@ -60,22 +54,36 @@ def lease_seconds_field(**kwargs) -> serializers.IntegerField:
 
 
 # --- requests ---------------------------------------------------------------
-class SessionCreateIn(serializers.Serializer):
+class SessionCreateIn(StrictSerializer):
     session_id = PublicIdField(required=False, allow_null=True, help_text="Generated if omitted")
     user_id = StrictCharField(max_length=MAX_USER_ID_LENGTH)
-    metadata = serializers.DictField(required=False, allow_null=True)
+    metadata = StrictDictField(required=False, allow_null=True)
     lease_seconds = lease_seconds_field(required=False, default=DEFAULT_LEASE_SECONDS)
 
 
-class SessionFilterIn(serializers.Serializer):
+class SessionFilterIn(PageQuery):
     status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
     user_id = serializers.CharField(max_length=MAX_USER_ID_LENGTH, required=False)
 
 
-class SessionAttachIn(serializers.Serializer):
+class SessionItemsQuery(QuerySerializer):
+    after_seq = serializers.IntegerField(
+        required=False, min_value=0, help_text="Only items with a larger seq"
+    )
+    before_seq = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="The `limit` items just before this seq (the previous page)",
+    )
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
+    )
+
+
+class SessionAttachIn(StrictSerializer):
     run_id = PublicIdField()
     user_id = StrictCharField(max_length=MAX_USER_ID_LENGTH)
-    expected_revision = serializers.IntegerField(
+    expected_revision = StrictIntegerField(
         min_value=0, help_text="The revision you read; 409 revision_conflict if it moved"
     )
 
@@ -84,21 +92,21 @@ class SessionDetachIn(SessionAttachIn):
     pass
 
 
-class SessionHeartbeatIn(serializers.Serializer):
+class SessionHeartbeatIn(StrictSerializer):
     lease_seconds = lease_seconds_field(required=False, allow_null=True)
 
 
-class SessionCloseIn(serializers.Serializer):
+class SessionCloseIn(StrictSerializer):
     reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
 
-class SessionItemIn(serializers.Serializer):
+class SessionItemIn(StrictSerializer):
     role = StrictCharField(max_length=MAX_ROLE_LENGTH)
     item_type = StrictCharField(max_length=MAX_ITEM_TYPE_LENGTH)
-    payload = serializers.DictField()
+    payload = StrictDictField()
 
 
-class SessionAppendIn(serializers.Serializer):
+class SessionAppendIn(StrictSerializer):
     items = SessionItemIn(many=True, allow_empty=False, max_length=MAX_ITEMS_PER_APPEND)
     run_id = PublicIdField(
         required=False,

@@ -3,7 +3,6 @@
 app's API shares (body parsing, lookups before validation, pages, fields).
 """
 
-import json
 import math
 from collections.abc import Callable
 from typing import TypeVar
@@ -15,7 +14,9 @@ from rest_framework import exceptions, serializers
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from .errors import StateroomError, Unprocessable
+from . import dberrors, jsongate
+from .contract import UNKNOWN_FIELD, PageQuery, flatten, has_code, query
+from .errors import StateroomError
 from .pages import keyset_slice
 
 T = TypeVar("T")
@@ -59,26 +60,43 @@ def exception_handler(exc, context):
         if getattr(request, "tenant_atomic", False) and connection.in_atomic_block:
             transaction.set_rollback(True)
 
+    def _denied(status: int, code: str) -> None:
+        # Read by TenantMiddleware, which records the refusal after the rollback.
+        if request is not None:
+            request.access_denied = (status, code)
+
     headers = {}
     if isinstance(exc, StateroomError):
         if not exc.keep_changes:
             _rollback()
+        if exc.status in (403, 404):
+            _denied(exc.status, exc.code)
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
     if isinstance(exc, exceptions.ValidationError):
         _rollback()
-        detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        return Response(
-            error_body("validation_error", "Some fields are invalid.", detail), status=422
+        code = "unknown_field" if has_code(exc.detail, UNKNOWN_FIELD) else "validation_error"
+        message = (
+            "The body has fields this endpoint does not know."
+            if code == "unknown_field"
+            else "Some fields are invalid."
         )
-    if (
-        isinstance(exc, DatabaseError)
-        and "insufficient_privilege" in repr(getattr(exc, "__cause__", "")).lower()
-    ):
-        _rollback()
-        return Response(error_body("not_found", "Not found."), status=404)
+        return Response(error_body(code, message, flatten(exc.detail)), status=422)
+    if isinstance(exc, DatabaseError):
+        mapped = dberrors.classify(exc)
+        if mapped is not None:
+            _rollback()
+            if mapped.retry_after:
+                headers["Retry-After"] = str(mapped.retry_after)
+            if mapped.status == 404:
+                _denied(404, mapped.code)
+            return Response(
+                error_body(mapped.code, mapped.message), status=mapped.status, headers=headers
+            )
     for klass, status, code in _DRF_CODES:
         if isinstance(exc, klass):
             _rollback()
+            if status in (403, 404):
+                _denied(status, code)
             if isinstance(exc, exceptions.APIException):
                 if getattr(exc, "auth_header", None):
                     headers["WWW-Authenticate"] = exc.auth_header
@@ -99,25 +117,12 @@ def json_500(request):
     return JsonResponse(error_body("server_error", "Internal server error."), status=500)
 
 
-class BadRequest(StateroomError):
-    status = 400
-    code = "malformed_json"
-
-
 class JSONObjectParser(JSONParser):
-    """JSON bodies must be objects; an empty body reads as `{}`."""
+    """Every API body passes the JSON gate (`stateroom.jsongate`); an empty body reads as `{}`."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
-        if not raw.strip():
-            return {}
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise BadRequest(f"Malformed JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise BadRequest("The request body must be a JSON object.", code="body_not_object")
-        return data
+        return jsongate.parse_object(raw)
 
 
 DEFAULT_LIMIT = 50
@@ -149,42 +154,17 @@ def validated(serializer_class, request, *, lookup: Callable[[], object]) -> dic
     return not_found_first(parse, lookup)
 
 
-def parse_limit(request, default: int = DEFAULT_LIMIT) -> int:
-    raw = request.query_params.get("limit")
-    if raw is None or raw == "":
-        return default
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_LIMIT:
-        raise Unprocessable(
-            "limit must be an integer from 1 to 500.",
-            details={"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]},
-        )
-    return limit
-
-
-def parse_int_param(request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise Unprocessable(
-            f"{name} must be an integer.", details={name: ["must be an integer"]}
-        ) from exc
-
-
-def keyset_page(request, queryset, serialize, *, limit: int | None = None) -> Response:
+def keyset_page(request, queryset, serialize, *, page: dict | None = None) -> Response:
     """One page of a list ordered by descending `id`, with an absolute `next` URL.
 
     The cursor is the last id seen (`?cursor=`); each page costs one indexed
-    range scan however deep it is (no OFFSET).
+    range scan however deep it is (no OFFSET). `page` is the validated query
+    (`limit`, `cursor`) when the view has read it with its own filters.
     """
-    limit = limit or parse_limit(request)
-    rows, more = keyset_slice(queryset, cursor=parse_int_param(request, "cursor"), size=limit)
+    if page is None:
+        page = query(request, PageQuery)
+    limit = page.get("limit") or DEFAULT_LIMIT
+    rows, more = keyset_slice(queryset, cursor=page.get("cursor"), size=limit)
     next_url = None
     if more:
         params = request.query_params.copy()

@@ -2,9 +2,14 @@
 
 import threading
 
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
+
+from .ids import PublicIdConverter
+
+# Id segments of API paths are public ids or nothing (`<pid:run_id>`).
+register_converter(PublicIdConverter, "pid")
 
 
 class SchemaView(SpectacularAPIView):

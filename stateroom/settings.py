@@ -83,11 +83,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "stateroom.edge.LengthRequiredMiddleware",
     "tenancy_app.middleware.RequestSizeLimitMiddleware",
+    "stateroom.edge.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "stateroom.edge.SessionTimeoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -189,6 +192,15 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SECURE = not (DEBUG or TESTING)
 CSRF_COOKIE_HTTPONLY = True  # htmx reads the token from hx-headers, not the cookie
+if SESSION_COOKIE_SECURE:
+    # __Host-: the browser keeps them only if Secure, for this exact host, on path /.
+    SESSION_COOKIE_NAME = "__Host-sessionid"
+    CSRF_COOKIE_NAME = "__Host-csrftoken"
+# Console sessions end after this long without a request, and this long after the login
+# whatever the activity (stateroom.edge.SessionTimeoutMiddleware).
+STATEROOM_SESSION_IDLE_SECONDS = env_int("STATEROOM_SESSION_IDLE_SECONDS", 30 * 60)
+STATEROOM_SESSION_MAX_SECONDS = env_int("STATEROOM_SESSION_MAX_SECONDS", 12 * 3600)
+SESSION_COOKIE_AGE = STATEROOM_SESSION_MAX_SECONDS
 X_FRAME_OPTIONS = "DENY"
 
 CONTENT_SECURITY_POLICY = {
@@ -229,6 +241,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Request bodies allow no undeclared property (stateroom.contract).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "stateroom.contract.strict_request_bodies",
+    ],
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     # Swagger UI from our own static files (no CDN; CSP script-src 'self').
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -1,11 +1,17 @@
-"""Error pages: JSON under /api/, HTML elsewhere."""
+"""Error pages: JSON under /api/, HTML elsewhere; a database outage is 503 with Retry-After."""
 
-from django.http import JsonResponse
+import logging
+import sys
+
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
+from . import dberrors
 from .api import error_body
 
 API_PREFIX = "/api/"
+logger = logging.getLogger(__name__)
 
 
 def handler404(request, exception=None):
@@ -21,6 +27,29 @@ def handler403(request, exception=None):
 
 
 def handler500(request):
+    """Any uncaught exception, a middleware's included (Django calls this inside its `except`).
+
+    A database that refuses connections or has none to spare is an outage,
+    not a bug: 503 with Retry-After, in the error shape under /api/.
+    """
+    mapped = dberrors.classify(sys.exc_info()[1])
+    if mapped is not None and mapped.status == 503:
+        return outage_response(request, mapped)
     if request.path.startswith(API_PREFIX):
         return JsonResponse(error_body("server_error", "Internal server error."), status=500)
     return render(request, "errors/500.html", status=500)
+
+
+def outage_response(request, mapped: dberrors.Mapped) -> HttpResponse:
+    logger.warning(
+        "answering 503 %s for %s: the database is unavailable", mapped.code, request.path
+    )
+    if request.path.startswith(API_PREFIX):
+        response = JsonResponse(error_body(mapped.code, mapped.message), status=503)
+    else:
+        # A page of its own: the base template would query the database again.
+        response = HttpResponse(
+            render_to_string("errors/503.html", {"retry_after": mapped.retry_after}), status=503
+        )
+    response["Retry-After"] = str(mapped.retry_after)
+    return response

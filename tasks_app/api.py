@@ -4,14 +4,25 @@ Each view looks the task up first (an unknown or other tenant's id is 404
 whatever the body), then validates the body, then makes one store call.
 """
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import validated
+from stateroom.api import not_found_first, validated
 from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
+from stateroom.contract import (
+    NoQuery,
+    StrictCharField,
+    StrictChoiceField,
+    StrictDictField,
+    StrictIntegerField,
+    StrictSerializer,
+    query,
+    strings,
+)
 from stateroom.ids import PUBLIC_ID_RE
 
 from .models import Task, TaskCheckpoint, TaskStatus
@@ -25,40 +36,34 @@ def _store(request) -> TaskStateStore:
 
 
 def _strings(max_length: int = 200, **kw) -> serializers.ListField:
-    return serializers.ListField(
-        child=serializers.CharField(max_length=max_length, trim_whitespace=False), **kw
-    )
+    return strings(max_length, **kw)
 
 
 # --- serializers ------------------------------------------------------------
-class TaskCreateIn(serializers.Serializer):
-    task_id = serializers.RegexField(
-        PUBLIC_ID_RE, max_length=128, required=False, help_text=PUBLIC_ID_HELP
+class TaskCreateIn(StrictSerializer):
+    task_id = StrictCharField(
+        max_length=128,
+        required=False,
+        help_text=PUBLIC_ID_HELP,
+        validators=[
+            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        ],
     )
-    objective = serializers.CharField()
+    objective = StrictCharField()
     constraints = _strings(max_length=2000, required=False)
 
 
-class TaskStateIn(serializers.Serializer):
-    expected_version = serializers.IntegerField(
+class TaskStateIn(StrictSerializer):
+    expected_version = StrictIntegerField(
         help_text="The version the caller read; 409 version_conflict if the task moved on"
     )
-    plan_version = serializers.CharField(
-        max_length=64, required=False, allow_null=True, allow_blank=True
-    )
+    plan_version = StrictCharField(max_length=64, required=False, allow_null=True, allow_blank=True)
     completed_nodes = _strings(required=False, help_text="A set: stored sorted, once each")
     pending_nodes = _strings(required=False, help_text="A set: stored sorted, once each")
     pending_approvals = _strings(required=False)
     artifact_refs = _strings(required=False)
     external_effect_records = _strings(required=False)
-    status = serializers.ChoiceField(choices=TaskStatus.choices, required=False)
-
-    def validate(self, attrs):
-        # A misspelt field would otherwise be dropped silently from a durable write.
-        unknown = sorted(set(self.initial_data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return attrs
+    status = StrictChoiceField(choices=TaskStatus.choices, required=False)
 
 
 class TaskOut(serializers.Serializer):
@@ -79,10 +84,10 @@ class TaskOut(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class CheckpointIn(serializers.Serializer):
-    schema_version = serializers.IntegerField(min_value=1)
-    state = serializers.DictField(help_text="JSON domain data and resource identifiers only")
-    node_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+class CheckpointIn(StrictSerializer):
+    schema_version = StrictIntegerField(min_value=1)
+    state = StrictDictField(help_text="JSON domain data and resource identifiers only")
+    node_id = StrictCharField(max_length=200, required=False, allow_blank=True)
 
 
 class CheckpointCreatedOut(serializers.Serializer):
@@ -144,9 +149,8 @@ def checkpoint_data(checkpoint: TaskCheckpoint) -> dict:
 )
 @api_view(["POST"])
 def task_create(request):
-    body = TaskCreateIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    task = _store(request).create(**body.validated_data)
+    data = validated(TaskCreateIn, request, lookup=lambda: None)
+    task = _store(request).create(**data)
     return Response(task_data(task), status=201)
 
 
@@ -157,7 +161,9 @@ def task_create(request):
 )
 @api_view(["GET"])
 def task_detail(request, task_id: str):
-    return Response(task_data(_store(request).load(task_id)))
+    store = _store(request)
+    not_found_first(lambda: query(request, NoQuery), lambda: store.load(task_id))
+    return Response(task_data(store.load(task_id)))
 
 
 @extend_schema(
@@ -177,10 +183,7 @@ def task_detail(request, task_id: str):
 @api_view(["PUT"])
 def task_state(request, task_id: str):
     store = _store(request)
-    store.load(task_id)
-    body = TaskStateIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    fields = dict(body.validated_data)
+    fields = validated(TaskStateIn, request, lookup=lambda: store.load(task_id))
     task = store.save(task_id=task_id, expected_version=fields.pop("expected_version"), **fields)
     return Response(task_data(task))
 
@@ -215,7 +218,9 @@ def checkpoint_create(request, task_id: str):
 )
 @api_view(["GET"])
 def checkpoint_latest(request, task_id: str):
-    return Response(checkpoint_data(_store(request).latest_checkpoint(task_id)))
+    store = _store(request)
+    not_found_first(lambda: query(request, NoQuery), lambda: store.load(task_id))
+    return Response(checkpoint_data(store.latest_checkpoint(task_id)))
 
 
 @extend_schema(
@@ -225,5 +230,10 @@ def checkpoint_latest(request, task_id: str):
 )
 @api_view(["GET"])
 def checkpoint_detail(request, task_id: str, checkpoint_id: str):
-    checkpoint = _store(request).get_checkpoint(task_id=task_id, checkpoint_id=checkpoint_id)
+    store = _store(request)
+    not_found_first(
+        lambda: query(request, NoQuery),
+        lambda: store.get_checkpoint(task_id=task_id, checkpoint_id=checkpoint_id),
+    )
+    checkpoint = store.get_checkpoint(task_id=task_id, checkpoint_id=checkpoint_id)
     return Response(checkpoint_data(checkpoint))

@@ -161,13 +161,35 @@ def test_get_approval_and_404_for_unknown_or_other_tenant(api_a, api_b, tenant_a
     assert error_of(Client().get("/api/v1/approvals/apr-1"))[:2] == (401, "unauthenticated")
 
 
-@pytest.mark.parametrize("wait", ["31", "-1", "x", "1.5"])
-def test_wait_outside_0_to_30_is_422(api_a, tenant_a, wait):
+@pytest.mark.parametrize(
+    ("wait", "message"),
+    [
+        ("31", "Ensure this value is less than or equal to 30."),
+        ("-1", "Ensure this value is greater than or equal to 0."),
+        ("x", "A valid integer is required."),
+        ("1.5", "A valid integer is required."),
+    ],
+)
+def test_wait_outside_0_to_30_is_422(api_a, tenant_a, wait, message):
     make_approval(tenant_a, approval_id="apr-1")
     assert error_of(api_a.get(f"/api/v1/approvals/apr-1?wait={wait}")) == (
         422,
         "validation_error",
-        {"wait": ["must be an integer from 0 to 30"]},
+        {"wait": [message]},
+    )
+
+
+def test_unknown_query_parameter_is_422(api_a, tenant_a):
+    make_approval(tenant_a, approval_id="apr-1")
+    assert error_of(api_a.get("/api/v1/approvals/apr-1?wiat=5")) == (
+        422,
+        "unknown_parameter",
+        {"wiat": ["unknown parameter"]},
+    )
+    assert error_of(api_a.get("/api/v1/approvals?stauts=pending")) == (
+        422,
+        "unknown_parameter",
+        {"stauts": ["unknown parameter"]},
     )
 
 
@@ -357,7 +379,7 @@ def test_decision_after_expiry_is_409_and_records_the_expiry(operator_api_a, ten
 def test_schema_documents_every_approval_status(client, db):
     schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     paths = schema["paths"]
-    write = {"400", "401", "404", "409", "413", "422", "429"}
+    write = {"400", "401", "404", "409", "411", "413", "422", "429", "503"}
     assert set(paths["/api/v1/runs/{run_id}/approvals"]["post"]["responses"]) == write | {"201"}
     assert set(paths["/api/v1/approvals/{approval_id}/decision"]["post"]["responses"]) == write | {
         "200",
@@ -368,6 +390,12 @@ def test_schema_documents_every_approval_status(client, db):
         "403",
     }
     detail = paths["/api/v1/approvals/{approval_id}"]["get"]
-    assert set(detail["responses"]) == {"200", "401", "404", "422", "429"}
+    assert set(detail["responses"]) == {"200", "401", "404", "422", "429", "503"}
     assert [p["name"] for p in detail["parameters"] if p["in"] == "query"] == ["wait"]
-    assert set(paths["/api/v1/approvals"]["get"]["responses"]) == {"200", "401", "422", "429"}
+    assert set(paths["/api/v1/approvals"]["get"]["responses"]) == {
+        "200",
+        "401",
+        "422",
+        "429",
+        "503",
+    }

@@ -198,7 +198,7 @@ def test_fail_after_commit_is_409(api_a, effect_a, tenant_a):
         ("commit", {}, ["result"]),
         ("commit", {"result": "done"}, ["result"]),
         ("fail", {}, ["error"]),
-        ("fail", {"error": {"code": "x"}}, ["error"]),
+        ("fail", {"error": {"code": "x"}}, ["error.message"]),
         ("fail", {"error": "boom"}, ["error"]),
     ],
 )
@@ -331,11 +331,11 @@ def test_every_effect_endpoint_needs_a_token(effect_a, tenant_a):
 def test_schema_documents_every_effect_endpoint(client, db):
     schema = client.get("/api/v1/schema/?format=json").json()
     paths = schema["paths"]
-    write = {"400", "401", "404", "413", "422", "429"}
+    write = {"400", "401", "404", "411", "413", "422", "429", "503"}
     documented = {
         ("post", "/api/v1/runs/{run_id}/effects"): write | {"200", "201"},
-        ("get", "/api/v1/runs/{run_id}/effects"): {"200", "401", "404", "422", "429"},
-        ("get", "/api/v1/effects"): {"200", "401", "404", "422", "429"},
+        ("get", "/api/v1/runs/{run_id}/effects"): {"200", "401", "404", "422", "429", "503"},
+        ("get", "/api/v1/effects"): {"200", "401", "404", "422", "429", "503"},
         ("post", "/api/v1/effects/{effect_id}/commit"): write | {"200", "409"},
         ("post", "/api/v1/effects/{effect_id}/fail"): write | {"200", "409"},
     }

@@ -220,11 +220,18 @@ def test_transition_refusals_change_nothing(api_a, api_b, tenant_a):
         ({"expected_version": 2, "token_used": -5}, "token_used"),
         ({"expected_version": 2, "cost_used": "1.1234567"}, "cost_used"),
         ({"expected_version": 2, "error": "boom"}, "error"),
+        ({"expected_version": "2"}, "expected_version"),
+        ({"expected_version": 2, "token_used": 1.0}, "token_used"),
+        ({"expected_version": 2, "cost_used": 0.5}, "cost_used"),
+    ]:
+        status, code, details = error_of(post(api_a, url, body))
+        assert (status, code, list(details)) == (422, "validation_error", [field]), body
+    for body, field in [
         ({"expected_version": 2, "pending_approval_id": "apr-x"}, "pending_approval_id"),
         ({"expected_version": 2, "version": 9}, "version"),
     ]:
         status, code, details = error_of(post(api_a, url, body))
-        assert (status, code, list(details)) == (422, "validation_error", [field]), body
+        assert (status, code, details) == (422, "unknown_field", {field: ["unknown field"]}), body
     # Lookup comes before body validation: another tenant's run is 404 whatever the body.
     assert error_of(post(api_b, url, {"expected_version": "x"}))[:2] == (404, "not_found")
     assert error_of(post(api_a, "/api/v1/runs/nope/transition", {}))[:2] == (404, "not_found")
@@ -293,9 +300,11 @@ def test_schema_documents_every_run_status(client, db):
         "401",
         "404",
         "409",
+        "411",
         "413",
         "422",
         "429",
+        "503",
     }
     assert set(paths["/api/v1/runs/{run_id}/transition"]["post"]["responses"]) == {
         "200",
@@ -303,10 +312,19 @@ def test_schema_documents_every_run_status(client, db):
         "401",
         "404",
         "409",
+        "411",
         "413",
         "422",
         "429",
+        "503",
     }
-    assert set(paths["/api/v1/runs/{run_id}"]["get"]["responses"]) == {"200", "401", "404", "429"}
+    assert set(paths["/api/v1/runs/{run_id}"]["get"]["responses"]) == {
+        "200",
+        "401",
+        "404",
+        "422",
+        "429",
+        "503",
+    }
     assert set(paths["/api/v1/runs/{run_id}/events"]) == {"get", "post"}
-    assert set(paths["/api/v1/runs"]["get"]["responses"]) == {"200", "401", "422", "429"}
+    assert set(paths["/api/v1/runs"]["get"]["responses"]) == {"200", "401", "422", "429", "503"}

@@ -505,14 +505,10 @@ def test_append_refusals_change_nothing(api_a, api_b, tenant_a, s_a):
         "validation_error",
     )
     assert body["error"]["details"] == {
-        "items": {
-            "1": {
-                "role": ["Not a valid string."],
-                "item_type": ["This field may not be blank."],
-                "payload": ['Expected a dictionary of items but got type "list".'],
-            },
-            "2": {"non_field_errors": ["Invalid data. Expected a dictionary, but got str."]},
-        },
+        "items[1].role": ["Not a valid string."],
+        "items[1].item_type": ["This field may not be blank."],
+        "items[1].payload": ['Expected a dictionary of items but got type "list".'],
+        "items[2]": ["Invalid data. Expected a dictionary, but got str."],
         "run_id": ["Must be 1-128 characters of A-Z a-z 0-9 . _ : -"],
     }
     assert_error(post(api_a, path, {"items": []}), 422, "validation_error")
@@ -538,25 +534,42 @@ def test_append_refusals_change_nothing(api_a, api_b, tenant_a, s_a):
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("raw", "status", "code", "details"),
     [
-        '{"items": [{"role": "user", "item_type": "m", "payload": {"x": NaN}}]}',
-        '{"items": [{"role": "user", "item_type": "m", "payload": {"x": "a\\u0000b"}}]}',
-        '{"items": [{"role": "user", "item_type": "m", "payload": {"x": "\\ud800"}}]}',
+        (
+            '{"items": [{"role": "user", "item_type": "m", "payload": {"x": NaN}}]}',
+            400,
+            "malformed_json",
+            {},
+        ),
+        (
+            '{"items": [{"role": "user", "item_type": "m", "payload": {"x": "a\\u0000b"}}]}',
+            422,
+            "invalid_text",
+            {"items[0].payload.x": ["contains a NUL character"]},
+        ),
+        (
+            '{"items": [{"role": "user", "item_type": "m", "payload": {"x": "\\ud800"}}]}',
+            422,
+            "invalid_text",
+            {"items[0].payload.x": ["contains a lone surrogate (not valid Unicode)"]},
+        ),
     ],
 )
-def test_append_payloads_the_database_cannot_store_are_422(api_a, tenant_a, s_a, raw):
+def test_append_payloads_the_database_cannot_store_are_refused(
+    api_a, tenant_a, s_a, raw, status, code, details
+):
     before = snapshot(tenant_a)
-    body = assert_error(post(api_a, f"{API}/s-a/items", raw), 422, "validation_error")
-    assert list(body["error"]["details"]) == ["items[0].payload"]
+    body = assert_error(post(api_a, f"{API}/s-a/items", raw), status, code)
+    assert body["error"]["details"] == details
     assert_error(post(api_a, f"{API}/nope/items", raw), 404, "not_found")
     assert snapshot(tenant_a) == before
 
 
-def test_create_metadata_the_database_cannot_store_is_422(api_a, tenant_a):
+def test_create_metadata_that_is_not_json_is_400(api_a, tenant_a):
     raw = '{"user_id": "alice", "metadata": {"x": Infinity}}'
-    body = assert_error(post(api_a, API, raw), 422, "validation_error")
-    assert body["error"]["details"] == {"metadata": ["must not contain NaN or Infinity"]}
+    body = assert_error(post(api_a, API, raw), 400, "malformed_json")
+    assert body["error"]["message"] == "Malformed JSON: Infinity is not JSON"
     assert snapshot(tenant_a)["sessions"] == []
 
 
@@ -616,15 +629,15 @@ def test_schema_documents_every_sessions_operation(client):
     def statuses(path: str, method: str) -> list[str]:
         return sorted(paths[f"/api/v1/sessions{path}"][method]["responses"])
 
-    write = ["400", "401", "404", "413", "422", "429"]
-    assert statuses("", "get") == ["200", "401", "422", "429"]
-    assert statuses("", "post") == ["201", "400", "401", "409", "413", "422", "429"]
-    assert statuses("/{session_id}", "get") == ["200", "401", "404", "429"]
+    write = ["400", "401", "404", "411", "413", "422", "429", "503"]
+    assert statuses("", "get") == ["200", "401", "422", "429", "503"]
+    assert statuses("", "post") == ["201", "400", "401", "409", "411", "413", "422", "429", "503"]
+    assert statuses("/{session_id}", "get") == ["200", "401", "404", "422", "429", "503"]
     assert statuses("/{session_id}/attach", "post") == sorted(["200", "403", "409", *write])
     assert statuses("/{session_id}/detach", "post") == sorted(["200", "403", "409", *write])
     assert statuses("/{session_id}/heartbeat", "post") == sorted(["200", "409", *write])
     assert statuses("/{session_id}/close", "post") == sorted(["200", "409", *write])
-    assert statuses("/{session_id}/items", "get") == ["200", "401", "404", "422", "429"]
+    assert statuses("/{session_id}/items", "get") == ["200", "401", "404", "422", "429", "503"]
     assert statuses("/{session_id}/items", "post") == sorted(["200", "201", "409", *write])
     out = schema["components"]["schemas"]["SessionOut"]
     assert sorted(out["properties"]) == sorted(

@@ -1,0 +1,273 @@
+"""The strict request contract of the runtime API: every app's serializers build on this.
+
+- A body field the endpoint does not know is refused (422 `unknown_field`),
+  and so is a query parameter a list does not know (422 `unknown_parameter`,
+  as Stripe does): a typo never passes silently.
+- Types are exact: no string becomes a number, no number becomes a string, a
+  boolean is `true` or `false`; an integral JSON number is an integer, `1.0`
+  is not.
+- Datetimes carry an offset (`Z` or `+02:00`); a naive one is refused rather
+  than read as UTC. Whether a time may lie in the past is the store's rule
+  (it owns the clock).
+- Error details use one format, field paths: `items[3].role`, `error.message`,
+  `constraints[0]` (see `flatten`).
+
+The OpenAPI schema says the same: request bodies have `additionalProperties:
+false` (`strict_request_bodies`, a drf-spectacular postprocessing hook),
+except the objects declared open (`OpenObject`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from .errors import Unprocessable
+
+UNKNOWN_FIELD = "unknown_field"
+
+
+class StrictSerializer(serializers.Serializer):
+    """A request body (or a nested object of one) that refuses keys it does not declare."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = [key for key in data if key not in self.fields]
+            if unknown:
+                raise serializers.ValidationError(
+                    {
+                        str(key): [ErrorDetail("unknown field", code=UNKNOWN_FIELD)]
+                        for key in unknown
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+class OpenObject(serializers.Serializer):
+    """A nested object that keeps keys beyond the declared ones (its schema says so)."""
+
+    def to_internal_value(self, data):
+        super().to_internal_value(data)
+        return dict(data)
+
+
+class StrictCharField(serializers.CharField):
+    """Text only (a number is not text), kept as sent (ids and keys compare exactly)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer: not `"10"`, not `10.0`, not `true`."""
+
+    default_error_messages = {"invalid": "A JSON integer is required (not a string or a float)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "A JSON boolean is required (true or false)."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
+class DecimalStringField(serializers.DecimalField):
+    """Money: a decimal string (`"0.25"`) or a JSON integer; a float is refused (inexact)."""
+
+    default_error_messages = {
+        "invalid": 'A decimal string (e.g. "0.25") or an integer is required.',
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, str | int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    """ISO 8601 with an offset; returned in UTC."""
+
+    default_error_messages = {
+        "naive": "The time needs an offset (Z or +hh:mm): a time without one is ambiguous.",
+    }
+
+    def to_internal_value(self, value):
+        if not isinstance(value, str):
+            self.fail("invalid", format="ISO 8601 with an offset")
+        parsed: datetime | None
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            self.fail("invalid", format="ISO 8601 with an offset")
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            self.fail("naive")
+        return parsed.astimezone(UTC)
+
+
+class StrictDictField(serializers.DictField):
+    """A JSON object (any keys; the JSON gate has checked its text and shape)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            self.fail("not_a_dict", input_type=type(data).__name__)
+        return super().to_internal_value(data)
+
+
+def strings(max_length: int, **kwargs) -> serializers.ListField:
+    return serializers.ListField(child=StrictCharField(max_length=max_length), **kwargs)
+
+
+# --- query parameters ---------------------------------------------------------
+class QuerySerializer(serializers.Serializer):
+    """The query parameters an endpoint takes (their values are text, so numbers parse)."""
+
+
+class PageQuery(QuerySerializer):
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
+    )
+    cursor = serializers.IntegerField(
+        required=False, min_value=0, help_text="From the `next` URL of the previous page"
+    )
+
+
+class NoQuery(QuerySerializer):
+    pass
+
+
+def query(request, serializer_class: type[QuerySerializer]) -> dict[str, Any]:
+    """The request's validated query parameters; unknown ones are 422 `unknown_parameter`.
+
+    A parameter given twice is refused too: which value would count is not the
+    caller's to guess.
+    """
+    params = request.query_params
+    fields = serializer_class().fields
+    unknown = sorted(key for key in params if key not in fields)
+    if unknown:
+        raise Unprocessable(
+            "Unknown query parameter: " + ", ".join(unknown) + ".",
+            code="unknown_parameter",
+            details={key: ["unknown parameter"] for key in unknown},
+        )
+    repeated = sorted(key for key in params if len(params.getlist(key)) > 1)
+    if repeated:
+        raise Unprocessable(
+            "A query parameter is given more than once.",
+            details={key: ["given more than once"] for key in repeated},
+        )
+    values = {key: params[key] for key in params if params[key] != ""}
+    serializer = serializer_class(data=values)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+# --- error details --------------------------------------------------------------
+def flatten(detail: Any, path: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail as `{field path: [messages]}`: `items[3].role`, `error.message`."""
+    out: dict[str, list[str]] = {}
+    if isinstance(detail, Mapping):
+        for key, value in detail.items():
+            if key in ("non_field_errors", serializers.api_settings.NON_FIELD_ERRORS_KEY):
+                sub = path
+            elif isinstance(key, int):
+                sub = f"{path}[{key}]"
+            else:
+                sub = f"{path}.{key}" if path else str(key)
+            out.update(_merge(out, flatten(value, sub)))
+    elif isinstance(detail, list) and detail and all(isinstance(d, str) for d in detail):
+        out[path or "body"] = [str(d) for d in detail]
+    elif isinstance(detail, list):
+        for index, value in enumerate(detail):
+            if value:
+                out.update(_merge(out, flatten(value, f"{path}[{index}]")))
+    elif detail:
+        out[path or "body"] = [str(detail)]
+    return out
+
+
+def _merge(into: dict[str, list[str]], more: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {key: into.get(key, []) + messages for key, messages in more.items()}
+
+
+def has_code(detail: Any, code: str) -> bool:
+    if isinstance(detail, Mapping):
+        return any(has_code(value, code) for value in detail.values())
+    if isinstance(detail, list):
+        return any(has_code(value, code) for value in detail)
+    return getattr(detail, "code", None) == code
+
+
+# --- the schema -------------------------------------------------------------------
+def strict_request_bodies(result, generator, request, public):
+    """drf-spectacular hook: request bodies allow no property they do not declare."""
+    open_names = {_component_name(cls) + "Request" for cls in _subclasses(OpenObject)}
+    for name, schema in result.get("components", {}).get("schemas", {}).items():
+        if (
+            name.endswith("Request")
+            and schema.get("type") == "object"
+            and name not in open_names
+            and "additionalProperties" not in schema
+        ):
+            schema["additionalProperties"] = False
+    return result
+
+
+def _component_name(cls: type) -> str:
+    name = cls.__name__
+    return name[: -len("Serializer")] if name.endswith("Serializer") else name
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
+
+
+__all__ = [
+    "DecimalStringField",
+    "NoQuery",
+    "OpenObject",
+    "PageQuery",
+    "QuerySerializer",
+    "StrictBooleanField",
+    "StrictCharField",
+    "StrictChoiceField",
+    "StrictDateTimeField",
+    "StrictDictField",
+    "StrictIntegerField",
+    "StrictSerializer",
+    "flatten",
+    "has_code",
+    "query",
+    "strict_request_bodies",
+    "strings",
+]

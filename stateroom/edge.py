@@ -1,0 +1,98 @@
+"""Web-edge middleware: request framing, caching of authenticated answers, session lifetime.
+
+- `LengthRequiredMiddleware`: a body sent with `Transfer-Encoding` (chunked)
+  and no length is refused with 411 before anything reads it. Django reads a
+  body by its Content-Length, so such a body would otherwise read as empty.
+- `NoStoreMiddleware`: an answer to a request that carries credentials (a
+  session cookie or an `Authorization` header) is `Cache-Control: no-store`:
+  no browser or proxy keeps a copy of a tenant's data.
+- `SessionTimeoutMiddleware`: a console session ends after
+  `STATEROOM_SESSION_IDLE_SECONDS` without a request and, whatever the
+  activity, `STATEROOM_SESSION_MAX_SECONDS` after the login.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.contrib.auth import logout
+from django.contrib.auth.signals import user_logged_in
+from django.contrib.auth.views import redirect_to_login
+from django.dispatch import receiver
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import resolve_url
+from django.utils.cache import add_never_cache_headers
+
+from .api import error_body
+
+API_PREFIX = "/api/"
+AUTH_AT = "_stateroom_auth_at"
+SEEN_AT = "_stateroom_seen_at"
+# The idle clock is written back to the session at most this often (a write per request
+# would cost a query on every page).
+SEEN_RESOLUTION = 60
+
+
+class LengthRequiredMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.META.get("HTTP_TRANSFER_ENCODING"):
+            message = "Send the body with a Content-Length; chunked bodies are not accepted."
+            if request.path.startswith(API_PREFIX):
+                response = JsonResponse(error_body("length_required", message), status=411)
+            else:
+                response = HttpResponse(message, status=411, content_type="text/plain")
+            # The unread body would be taken for the next request on this connection.
+            response["Connection"] = "close"
+            return response
+        return self.get_response(request)
+
+
+class NoStoreMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "HTTP_AUTHORIZATION" in request.META or settings.SESSION_COOKIE_NAME in request.COOKIES:
+            add_never_cache_headers(response)
+        return response
+
+
+class SessionTimeoutMiddleware:
+    """Idle and absolute timeouts of console sessions (after AuthenticationMiddleware)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        session = getattr(request, "session", None)
+        if session is not None and "_auth_user_id" in session:
+            now = time.time()
+            if session.get(AUTH_AT) is None:  # a session from before these timeouts
+                session[AUTH_AT] = session[SEEN_AT] = now
+            auth_at, seen_at = session[AUTH_AT], session.get(SEEN_AT, session[AUTH_AT])
+            if (
+                now - auth_at > settings.STATEROOM_SESSION_MAX_SECONDS
+                or now - seen_at > settings.STATEROOM_SESSION_IDLE_SECONDS
+            ):
+                logout(request)
+                if request.headers.get("HX-Request"):
+                    response = HttpResponse(status=204)
+                    response["HX-Redirect"] = resolve_url(settings.LOGIN_URL)
+                    return response
+                return redirect_to_login(request.get_full_path())
+            if now - seen_at > SEEN_RESOLUTION:
+                session[SEEN_AT] = now
+        return self.get_response(request)
+
+
+@receiver(user_logged_in)
+def start_session_clock(sender, request, user, **kwargs) -> None:
+    if request is not None and hasattr(request, "session"):
+        now = time.time()
+        request.session[AUTH_AT] = now
+        request.session[SEEN_AT] = now
