@@ -45,8 +45,8 @@ class LengthRequiredMiddleware:
                 response = JsonResponse(error_body("length_required", message), status=411)
             else:
                 response = HttpResponse(message, status=411, content_type="text/plain")
-            # The unread body would be taken for the next request on this connection.
-            response["Connection"] = "close"
+            # The unread body is the server's to discard (gunicorn drains it before
+            # reading the next request on the connection).
             return response
         return self.get_response(request)
 

@@ -1,0 +1,109 @@
+"""Real processes and privileged connections for out-of-process tests.
+
+- `admin_connection()`: a psycopg connection with the rights to create roles,
+  change their connection limit and end their sessions (and, as the tables'
+  owner or a superuser, to do what the app role cannot). It comes from
+  `STATEROOM_ADMIN_DATABASE_URL`, else the `postgres` role on the test
+  database's server.
+- `gunicorn(env)`: a real gunicorn serving the project on a free port.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import psycopg
+from django.conf import settings
+
+ROOT = Path(settings.BASE_DIR)
+
+
+def database_url(*, user: str | None = None, password: str | None = None) -> str:
+    """The URL of this test process's (test) database, as its app role or as `user`."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    user = s["USER"] if user is None else user
+    password = s.get("PASSWORD") if user == s["USER"] and password is None else password
+    auth = quote(user or "", safe="")
+    if password:
+        auth += ":" + quote(password, safe="")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def admin_connection(*, database: str | None = None) -> psycopg.Connection:
+    url = os.environ.get("STATEROOM_ADMIN_DATABASE_URL")
+    if not url:
+        from django.db import connection
+
+        s = connection.settings_dict
+        url = f"postgres://postgres@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/postgres"
+    if database:
+        url = url.rsplit("/", 1)[0] + "/" + database
+    return psycopg.connect(url, autocommit=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("STATEROOM_TEST_DB_SUFFIX", None)
+    env.update(DJANGO_SETTINGS_MODULE="stateroom.test_settings", DATABASE_URL=database_url())
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
+    """gunicorn with sync workers on 127.0.0.1; yields its base URL."""
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="gunicorn-", suffix=".log")[1])
+    command = [
+        str(Path(sys.executable).with_name("gunicorn")),
+        "stateroom.wsgi",
+        "-w",
+        str(workers),
+        "-b",
+        f"127.0.0.1:{port}",
+        "--timeout",
+        "60",
+    ]
+    with log.open("w") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(base + "/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        "gunicorn did not start:\n" + log.read_text()[-3000:]
+                    ) from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        log.unlink(missing_ok=True)
