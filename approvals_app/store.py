@@ -22,6 +22,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 
+from outbox_app.relay import enqueue
 from runs_app.models import Run, RunStatus
 from runs_app.store import RunStateStore
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
@@ -620,8 +621,11 @@ class ApprovalStore(BaseStore):
         )
         if not has_webhook:
             return
-        tenant_id, approval_id = self.tenant.pk, approval.approval_id
-        transaction.on_commit(lambda: notify_decision.delay(tenant_id, approval_id), robust=True)
+        enqueue(
+            tenant=self.tenant,
+            task=notify_decision.name,
+            args=[self.tenant.pk, approval.approval_id],
+        )
 
 
 def _allowed_decisions(allowed: Any) -> list[str]:

@@ -1,6 +1,6 @@
 """Tell a runtime that its approval was decided (or expired), by a signed webhook.
 
-The store enqueues `notify_decision` with `transaction.on_commit` after a
+The store enqueues `notify_decision` through the outbox (`outbox_app`) with a
 decision or an expiry, when the runtime token that asked has a `webhook_url`.
 Delivery is at least once: a receiver dedupes on `X-Stateroom-Delivery`,
 which is the same for every attempt of one outcome.

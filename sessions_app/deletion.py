@@ -38,6 +38,7 @@ from django.db.models import Q, QuerySet
 
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
+from outbox_app import relay as outbox
 from runs_app.models import Run, RunEvent
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import new_public_id
@@ -238,11 +239,8 @@ def progress(deletion: ContentDeletion) -> dict:
     }
 
 
-def _enqueue(tenant_id: int, deletion_id: str) -> None:
-    # Imported here: tasks.py imports this module.
-    from .tasks import delete_session_content
-
-    delete_session_content.delay(tenant_id, deletion_id)
+# The Celery task that runs a deletion job (sessions_app.tasks imports this module).
+DELETE_TASK = "sessions_app.tasks.delete_session_content"
 
 
 class ContentDeletionStore(BaseStore):
@@ -407,8 +405,11 @@ class ContentDeletionStore(BaseStore):
                     "session.content_deletion_requested", session, after=after, reason=reason
                 )
                 if enqueue:
-                    tenant_id, deletion_id = self.tenant.pk, deletion.deletion_id
-                    transaction.on_commit(lambda: _enqueue(tenant_id, deletion_id))
+                    outbox.enqueue(
+                        tenant=self.tenant,
+                        task=DELETE_TASK,
+                        args=[self.tenant.pk, deletion.deletion_id],
+                    )
         if hold:
             refusal = Conflict(
                 f"The {hold} is under legal hold; nothing was deleted.",

@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "effects_app",
     "actions_app",
     "console_app",
+    "outbox_app",
     "demo_app",
 ]
 
@@ -275,11 +276,17 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # wait for the broker instead of exiting
+# Publishing a job from a request gives up fast when the broker is down: the job
+# waits in the outbox (outbox_app) and the relay publishes it when the broker is back.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
+STATEROOM_OUTBOX_PUBLISH_ON_COMMIT = env_bool("STATEROOM_OUTBOX_PUBLISH_ON_COMMIT", True)
 CELERY_BEAT_SCHEDULE = {
     "expire-sessions": {"task": "sessions_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},
     "fail-overdue-runs": {"task": "actions_app.tasks.sweep_overdue_runs", "schedule": 60.0},
     "apply-retention": {"task": "sessions_app.tasks.apply_retention", "schedule": 24 * 3600.0},
+    "relay-outbox": {"task": "outbox_app.tasks.relay_outbox", "schedule": 5.0},
 }
 
 LOGGING = {

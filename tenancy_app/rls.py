@@ -16,8 +16,12 @@ class EnableRowLevelSecurity(migrations.operations.base.Operation):
     reversible = True
     reduces_to_sql = True
 
-    def __init__(self, model_name: str) -> None:
+    def __init__(self, model_name: str, *, force: bool = True) -> None:
         self.model_name = model_name
+        # Without FORCE the tables' owner is not bound by the policy: for tables
+        # that narrow SECURITY DEFINER functions (owned by the owner) must read
+        # before a tenant is known. The app role owns no table and is bound.
+        self.force = force
 
     def state_forwards(self, app_label, state) -> None:
         pass
@@ -28,7 +32,8 @@ class EnableRowLevelSecurity(migrations.operations.base.Operation):
     def database_forwards(self, app_label, schema_editor, from_state, to_state) -> None:
         table = schema_editor.quote_name(self._table(app_label, to_state))
         schema_editor.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-        schema_editor.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+        if self.force:
+            schema_editor.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
         schema_editor.execute(
             f"CREATE POLICY tenant_isolation ON {table} "
             f"USING (tenant_id = {_TENANT_EXPR}) WITH CHECK (tenant_id = {_TENANT_EXPR})"
@@ -41,7 +46,11 @@ class EnableRowLevelSecurity(migrations.operations.base.Operation):
         schema_editor.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
 
     def describe(self) -> str:
-        return f"Enable forced row-level security on {self.model_name}"
+        return f"Enable {'forced ' if self.force else ''}row-level security on {self.model_name}"
 
     def deconstruct(self):
-        return (self.__class__.__qualname__, [self.model_name], {})
+        return (
+            self.__class__.__qualname__,
+            [self.model_name],
+            {} if self.force else {"force": False},
+        )

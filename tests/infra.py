@@ -107,3 +107,118 @@ def gunicorn(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
             server.kill()
             server.wait(timeout=10)
         log.unlink(missing_ok=True)
+
+
+@contextmanager
+def redis_server(port: int | None = None) -> Iterator[tuple[int, subprocess.Popen]]:
+    """A redis-server of this test's own on 127.0.0.1 (never the machine's shared one)."""
+    port = port or free_port()
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {port}")
+            time.sleep(0.1)
+        yield port, server
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+@contextmanager
+def celery_worker(broker_url: str, queue: str, **env: str) -> Iterator[Path]:
+    """`celery -A stateroom worker` in a subprocess on `broker_url`, its own queue; yields its log."""
+    log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
+    environment = subprocess_env(
+        CELERY_TASK_ALWAYS_EAGER="0", CELERY_BROKER_URL=broker_url, DB_CONN_MAX_AGE="0", **env
+    )
+    command = [
+        str(Path(sys.executable).with_name("celery")),
+        "-A",
+        "stateroom",
+        "worker",
+        "-Q",
+        queue,
+        "-n",
+        f"{queue}@%h",
+        "-P",
+        "solo",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-l",
+        "INFO",
+    ]
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            command, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        yield log
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(timeout=10)
+        log.unlink(missing_ok=True)
+
+
+@contextmanager
+def producing_to(broker_url: str, queue: str) -> Iterator[None]:
+    """Eager mode off: jobs published in this process go to `queue` on `broker_url`.
+
+    Celery reads `CELERY_BROKER_URL` from the environment before its own
+    setting, so both change; the cached producer pool is dropped before and after.
+    """
+    from kombu import pools
+
+    from stateroom.celery import app
+
+    def reset() -> None:
+        app._pool = None
+        app.__dict__.pop("amqp", None)
+        pools.reset()
+
+    keys = ("task_always_eager", "broker_url", "task_default_queue")
+    saved = {key: app.conf[key] for key in keys}
+    saved_env = os.environ.get("CELERY_BROKER_URL")
+    reset()
+    os.environ["CELERY_BROKER_URL"] = broker_url
+    app.conf.update(task_always_eager=False, broker_url=broker_url, task_default_queue=queue)
+    try:
+        yield
+    finally:
+        reset()
+        if saved_env is None:
+            os.environ.pop("CELERY_BROKER_URL", None)
+        else:
+            os.environ["CELERY_BROKER_URL"] = saved_env
+        app.conf.update(saved)

@@ -24,8 +24,11 @@ def run_ids(response) -> list[str]:
 @pytest.fixture
 def make_run(tenant_a):
     def make(run_id: str, *, status: str | None = None, **kw):
+        deadline = kw.get("deadline_at")
+        # A run created before its deadline (a deadline in the past is refused at creation).
+        created = min(timezone.now(), deadline - timedelta(hours=1)) if deadline else None
         with in_tenant(tenant_a):
-            store = RunStateStore(tenant_a, RUNTIME)
+            store = RunStateStore(tenant_a, RUNTIME, clock=lambda: created or timezone.now())
             run = store.create(run_id=run_id, **kw)
             if status:
                 run = store.compare_and_set(

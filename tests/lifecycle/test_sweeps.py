@@ -85,6 +85,7 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
         "approvals_app.tasks.sweep_expired_approvals",
         "actions_app.tasks.sweep_overdue_runs",
         "sessions_app.tasks.apply_retention",
+        "outbox_app.tasks.relay_outbox",
     }
     on_demand = {
         "sessions_app.tasks.delete_session_content",
