@@ -32,8 +32,8 @@ def ensure_people() -> list[tuple[str, str, str]]:
                 if created:
                     user.set_password(DEMO_PASSWORD)
                     user.save()
-                if not Membership.objects.filter(user=user, tenant=tenant).exists():
-                    with in_tenant(tenant):
+                with in_tenant(tenant):  # memberships have row-level security
+                    if not Membership.objects.filter(user=user, tenant=tenant).exists():
                         TenancyStore(tenant, Actor.system("demo")).set_member(
                             username=username, role=role
                         )

@@ -56,9 +56,9 @@ class Clock:
 
 def runtime_actor(tenant: Tenant) -> Actor:
     """The identity of the demo's agent runtime: a real (secretless to us) runtime token."""
-    token = RuntimeToken.objects.filter(tenant=tenant, name="demo-loader").first()
-    if token is None:
-        with in_tenant(tenant):
+    with in_tenant(tenant):  # tokens have row-level security
+        token = RuntimeToken.objects.filter(tenant=tenant, name="demo-loader").first()
+        if token is None:
             token, _ = TenancyStore(tenant, Actor.system("demo")).create_token(name="demo-loader")
     return Actor("token", str(token.pk), f"token:{token.name}")
 
@@ -437,10 +437,13 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
         # Runs in the remaining states: created, and past its deadline (failed by the sweep).
         runs = RunStateStore(tenant, runtime_actor(tenant))
         runs.create(active_agent="support-assistant")
-        overdue = runs.create(
+        # Created an hour ago with a deadline that has passed since.
+        an_hour_ago = timezone.now() - timedelta(hours=1)
+        earlier = RunStateStore(tenant, runtime_actor(tenant), clock=lambda: an_hour_ago)
+        overdue = earlier.create(
             active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5)
         )
-        _advance(runs, overdue.run_id, status="running")
+        _advance(earlier, overdue.run_id, status="running")
         RunActions(tenant, Actor.system("deadline sweep")).fail_overdue()
     for i, status in enumerate(["active", "waiting", "completed", "failed", "cancelled"]):
         with in_tenant(tenant):

@@ -8,7 +8,6 @@ reports the result to DRF.
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions, throttling
 
@@ -20,12 +19,15 @@ from .models import RuntimeToken, Tenant, TokenRole, hash_secret
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 
 _TOKEN_COLUMNS = len(RuntimeToken._meta.concrete_fields)
+# The token table has row-level security and the tenant is not known yet: the
+# lookup goes through a SECURITY DEFINER function that answers only this
+# question (the live token with this hash), see migration tenancy_app 0002.
 _RESOLVE_SQL = (
     f"SELECT {columns(RuntimeToken, 't')}, {columns(Tenant, 'n')}"
-    f" FROM {RuntimeToken._meta.db_table} t JOIN {Tenant._meta.db_table} n"
+    f" FROM tenancy_token_by_hash(%s) t JOIN {Tenant._meta.db_table} n"
     f" ON n.{Tenant._meta.pk.column} = t.{RuntimeToken._meta.get_field('tenant').column}"
-    " WHERE t.secret_hash = %s AND t.revoked_at IS NULL"
 )
+_TOUCH_SQL = "SELECT tenancy_token_touch(%s, %s, %s)"
 
 
 def resolve_bearer(header: str | None) -> RuntimeToken | None:
@@ -49,10 +51,8 @@ def resolve_bearer(header: str | None) -> RuntimeToken | None:
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         # Conditional: of several processes seeing the same stale stamp, one writes.
-        RuntimeToken.objects.filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
-            pk=token.pk,
-        ).update(last_used_at=now)
+        with hot_cursor(tenant_owned=False) as cursor:
+            cursor.execute(_TOUCH_SQL, [token.pk, now, now - LAST_USED_RESOLUTION])
         token.last_used_at = now
     return token
 

@@ -1,3 +1,8 @@
+from django.utils.functional import SimpleLazyObject
+
+from .access import memberships_of
+
+
 def tenancy(request):
     """The tenant and membership of the page, and the user's tenants for the switcher."""
     user = getattr(request, "user", None)
@@ -6,5 +11,6 @@ def tenancy(request):
     return {
         "current_tenant": getattr(request, "tenant", None),
         "current_membership": getattr(request, "membership", None),
-        "user_memberships": user.memberships.select_related("tenant").order_by("tenant__name"),
+        # Read only where a template shows the tenant switcher.
+        "user_memberships": SimpleLazyObject(lambda: memberships_of(user.pk)),
     }

@@ -5,8 +5,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, JsonResponse
 from django_scopes import scope
 
+from .access import memberships_of
 from .auth import resolve_bearer
-from .models import Membership
 from .scoping import tenant_transaction
 
 API_PREFIX = "/api/"
@@ -74,13 +74,10 @@ class TenantMiddleware:
         if "tenant_slug" in view_kwargs:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
-            membership = (
-                Membership.objects.select_related("tenant")
-                .filter(user=request.user, tenant__slug=view_kwargs.pop("tenant_slug"))
-                .first()
-            )
-            if membership is None:
+            found = memberships_of(request.user.pk, tenant_slug=view_kwargs.pop("tenant_slug"))
+            if not found:
                 raise Http404("No such tenant")
+            membership = found[0]
             request.membership = membership
             request.tenant = membership.tenant
         elif request.path.startswith(API_PREFIX) and "HTTP_AUTHORIZATION" in request.META:

@@ -15,9 +15,9 @@ from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
 
-from .access import require_role
+from .access import memberships_of, require_role
 from .forms import FourEyesForm, LegalHoldForm, MemberForm
-from .models import Membership, Role, TokenRole
+from .models import Role, TokenRole
 from .store import TenancyStore
 
 
@@ -30,15 +30,10 @@ def healthz(request):
 @require_GET
 def home(request):
     """Send a user to their (first) tenant's console, or explain why there is none."""
-    membership = (
-        Membership.objects.filter(user=request.user)
-        .select_related("tenant")
-        .order_by("tenant__name")
-        .first()
-    )
-    if membership is None:
+    memberships = memberships_of(request.user.pk)
+    if not memberships:
         return render(request, "tenancy/no_tenant.html", status=403)
-    return redirect("tenant-home", tenant_slug=membership.tenant.slug)
+    return redirect("tenant-home", tenant_slug=memberships[0].tenant.slug)
 
 
 @require_role(Role.ADMIN)

@@ -121,7 +121,8 @@ def make_user(db):
     def make(username: str, tenant: Tenant | None = None, role: str = Role.SUPPORT):
         user = get_user_model().objects.create_user(username=username, password=PASSWORD)
         if tenant is not None:
-            Membership.objects.create(user=user, tenant=tenant, role=role)
+            with in_tenant(tenant):  # memberships have row-level security
+                Membership.objects.create(user=user, tenant=tenant, role=role)
         return user
 
     return make

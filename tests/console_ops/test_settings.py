@@ -50,8 +50,9 @@ def test_settings_actions_refuse_lesser_roles_and_other_tenants(
     assert login(admin_b).post(BASE + path, data).status_code == 404
     tenant_a.refresh_from_db()
     assert (tenant_a.legal_hold, tenant_a.four_eyes_critical) == (False, False)
-    assert Membership.objects.get(user=operator_a).role == Role.OPERATOR
-    assert not RetentionPolicy.objects.exists()
+    with in_tenant(tenant_a):
+        assert Membership.objects.get(user=operator_a).role == Role.OPERATOR
+        assert not RetentionPolicy.objects.exists()
     assert audit_actions(tenant_a) == []
 
 
@@ -174,7 +175,8 @@ def test_retention_policy_saved_and_audited(admin_a, tenant_a):
         {"session_items_days": "30", "run_events_days": "", "extra_days_failed_or_approved": "7"},
     )
     assert response.status_code == 302
-    policy = RetentionPolicy.objects.get(tenant=tenant_a)
+    with in_tenant(tenant_a):
+        policy = RetentionPolicy.objects.get(tenant=tenant_a)
     assert (policy.session_items_days, policy.run_events_days) == (30, None)
     assert policy.extra_days_failed_or_approved == 7
     assert (
@@ -187,7 +189,8 @@ def test_retention_policy_rejects_bad_days(admin_a, tenant_a):
     response = login(admin_a).post(BASE + "retention/", {"session_items_days": "0"})
     assert response.status_code == 422
     assert "Ensure this value is greater than or equal to 1." in response.content.decode()
-    assert not RetentionPolicy.objects.exists()
+    with in_tenant(tenant_a):
+        assert not RetentionPolicy.objects.exists()
 
 
 def test_settings_get_changes_nothing(admin_a, tenant_a):

@@ -38,9 +38,26 @@ def test_app_role_is_subject_to_row_level_security(db):
         assert cursor.fetchone() == (False, False)
 
 
-def test_every_tenant_owned_table_has_forced_rls_policy(db):
-    tables = tenant_owned_tables()
-    assert "audit_app_auditevent" in tables
+# Read before a tenant is known, through SECURITY DEFINER functions owned by the
+# tables' owner: their policy binds the app role (which owns no table), not the owner.
+DEFINER_READ = {
+    "tenancy_app_runtimetoken",
+    "tenancy_app_membership",
+    "outbox_app_outboxmessage",
+}
+
+
+def test_every_table_with_a_tenant_column_has_an_rls_policy(db):
+    """Every table with tenant data, tenancy's own (tokens, members, retention) included."""
+    from django.apps import apps
+
+    tables = sorted(
+        m._meta.db_table
+        for m in apps.get_models()
+        if not m._meta.proxy and any(f.column == "tenant_id" for f in m._meta.concrete_fields)
+    )
+    assert set(tenant_owned_tables()) < set(tables)
+    assert {"tenancy_app_retentionpolicy", *DEFINER_READ} <= set(tables)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
@@ -50,8 +67,49 @@ def test_every_tenant_owned_table_has_forced_rls_policy(db):
         rows = cursor.fetchall()
         cursor.execute("SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")
         with_policy = {r[0] for r in cursor.fetchall()}
-    assert rows == [(t, True, True) for t in tables]
+    assert rows == [(t, True, t not in DEFINER_READ) for t in tables]
     assert with_policy >= set(tables)
+
+
+def test_the_definer_functions_answer_only_their_question(make_token, tenant_a, tenant_b):
+    from django.contrib.auth import get_user_model
+
+    from tenancy_app.access import memberships_of
+    from tenancy_app.auth import resolve_bearer
+
+    raw = make_token(tenant_a)
+    make_token(tenant_b, name="other")
+    token = resolve_bearer(f"Bearer {raw}")
+    assert (token.tenant.slug, token.name) == ("acme", "worker")
+    assert resolve_bearer("Bearer sr_nope") is None
+    user = get_user_model().objects.create_user("multi")
+    for tenant in (tenant_b, tenant_a):
+        with in_tenant(tenant):
+            from tenancy_app.models import Membership
+
+            Membership.objects.create(user=user, tenant=tenant, role="support")
+    assert [m.tenant.slug for m in memberships_of(user.pk)] == ["acme", "globex"]
+    assert [m.tenant.slug for m in memberships_of(user.pk, tenant_slug="globex")] == ["globex"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT p.proname, p.prosecdef, pg_get_userbyid(p.proowner) FROM pg_proc p"
+            " WHERE p.proname IN ('tenancy_token_by_hash', 'tenancy_token_touch',"
+            " 'tenancy_memberships_of', 'outbox_tenants_waiting', 'outbox_purge_sent')"
+            " ORDER BY p.proname"
+        )
+        functions = cursor.fetchall()
+        cursor.execute(
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'tenancy_app_runtimetoken'"
+        )
+        table_owner = cursor.fetchone()[0]
+    assert [(name, definer) for name, definer, _ in functions] == [
+        ("outbox_purge_sent", True),
+        ("outbox_tenants_waiting", True),
+        ("tenancy_memberships_of", True),
+        ("tenancy_token_by_hash", True),
+        ("tenancy_token_touch", True),
+    ]
+    assert {owner for _, _, owner in functions} == {table_owner}
 
 
 def test_rls_hides_other_tenants_rows_from_raw_sql(make_token, tenant_a, tenant_b):
