@@ -14,8 +14,6 @@ holds (`skip_locked`), so nothing here can deadlock with itself.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +23,7 @@ from django.db.models import F, QuerySet
 from outbox_app.relay import enqueue
 from runs_app.models import Run, RunStatus
 from runs_app.store import RunStateStore
+from stateroom.canonical import canonical_json, digest
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
 from tenancy_app.base_store import BaseStore
@@ -47,17 +46,9 @@ REASON_REQUIRED_RISKS = frozenset({Risk.HIGH, Risk.CRITICAL})
 MAX_RESPONSE_LENGTH = 20_000
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
 def call_digest(tool_name: str, arguments: dict[str, Any]) -> str:
-    """sha256 hex of the canonical JSON array `[tool_name, arguments]`.
-
-    Canonical: keys sorted, separators `,` and `:`, ASCII escapes
-    (`json.dumps(..., sort_keys=True, separators=(",", ":"))`), UTF-8 encoded.
-    """
-    return hashlib.sha256(canonical_json([tool_name, arguments]).encode()).hexdigest()
+    """sha256 hex of the RFC 8785 canonical JSON of `[tool_name, arguments]` (stateroom.canonical)."""
+    return digest([tool_name, arguments])
 
 
 def arguments_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ class Actor:
     label: str
     request_id: str = field(default="", compare=False)
     ip: str | None = field(default=None, compare=False)
+    user_agent: str = field(default="", compare=False)
 
     @classmethod
     def system(cls, label: str = "system") -> Actor:
@@ -28,11 +29,12 @@ class Actor:
     def from_request(cls, request: HttpRequest) -> Actor:
         request_id = getattr(request, "request_id", "") or uuid.uuid4().hex
         ip = request.META.get("REMOTE_ADDR")
+        agent = request.META.get("HTTP_USER_AGENT", "")[:256]
         token = getattr(request, "runtime_token", None)
         if token is not None:
-            return cls("token", str(token.pk), f"token:{token.name}", request_id, ip)
+            return cls("token", str(token.pk), f"token:{token.name}", request_id, ip, agent)
         user = request.user
-        return cls("user", str(user.pk), user.get_username(), request_id, ip)
+        return cls("user", str(user.pk), user.get_username(), request_id, ip, agent)
 
     @classmethod
     def for_user(cls, user) -> Actor:

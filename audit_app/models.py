@@ -24,6 +24,9 @@ class AuditEvent(TenantOwned):
     reason = models.TextField(blank=True, default="")
     request_id = models.CharField(max_length=64, blank=True, default="")
     ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=256, blank=True, default="")
+    # How `hash` was computed: 1 before RFC 8785 (rows written then keep it), 2 since.
+    canon = models.PositiveSmallIntegerField(default=2)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
 

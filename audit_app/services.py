@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from tenancy_app.models import Tenant
 
 from .actor import Actor
 from .models import AuditEvent
+
+logger = logging.getLogger(__name__)
 
 GENESIS_HASH = "0" * 64
 _MASKED_KEYS = ("secret", "token", "password")
@@ -33,13 +37,51 @@ def _mask(value: Any) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    """Round-trip through JSON so the hash sees exactly what the database stores."""
+    """Round-trip through JSON so the hash sees exactly what the database stores.
+
+    Integers beyond what every JSON reader keeps exactly become strings, so the
+    canonical JSON of the event (RFC 8785) always exists.
+    """
     if value is None:
         return None
-    return json.loads(json.dumps(_mask(value), default=str))
+    return _safe_numbers(json.loads(json.dumps(_mask(value), default=str)))
+
+
+def _safe_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _safe_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe_numbers(v) for v in value]
+    if type(value) is int and abs(value) > MAX_SAFE_INTEGER:
+        return str(value)
+    return value
 
 
 def compute_hash(event: AuditEvent) -> str:
+    """sha256 of the event's canonical JSON (RFC 8785), chained through `prev_hash`."""
+    if event.canon == 1:
+        return _legacy_hash(event)
+    body = {
+        "canon": 2,
+        "tenant": event.tenant_id,
+        "seq": event.seq,
+        "created_at": event.created_at.isoformat(),
+        "actor": [event.actor_type, event.actor_id, event.actor_label],
+        "action": event.action,
+        "target": [event.target_type, event.target_id],
+        "before": event.before,
+        "after": event.after,
+        "reason": event.reason,
+        "request_id": event.request_id,
+        "ip": event.ip,
+        "user_agent": event.user_agent,
+        "prev_hash": event.prev_hash,
+    }
+    return hashlib.sha256(canonical_bytes(body)).hexdigest()
+
+
+def _legacy_hash(event: AuditEvent) -> str:
+    """How events written before RFC 8785 were hashed (they keep `canon` 1)."""
     body = {
         "tenant": event.tenant_id,
         "seq": event.seq,
@@ -91,6 +133,7 @@ def record_event(
         reason=reason or "",
         request_id=actor.request_id,
         ip=actor.ip,
+        user_agent=actor.user_agent,
         prev_hash=last["hash"] if last else GENESIS_HASH,
     )
     event.hash = compute_hash(event)
@@ -110,3 +153,44 @@ def verify_chain(tenant: Tenant) -> AuditEvent | None:
             return event
         expected_prev, expected_seq = event.hash, event.seq + 1
     return None
+
+
+def record_access_denied(
+    *, tenant: Tenant, actor: Actor, method: str, path: str, status: int, code: str
+) -> bool:
+    """A security event for a refused attempt (403, or 404 on an id the caller cannot see).
+
+    In its own transaction (the refused request's was rolled back), at most
+    once per actor, target and `STATEROOM_DENIED_AUDIT_SECONDS`: a caller
+    probing ids leaves a record without flooding the chain. Returns whether
+    an event was written.
+    """
+    from django.conf import settings
+    from django.core.cache import cache
+
+    from tenancy_app.scoping import in_tenant
+
+    target = path[:128]
+    key = (
+        "audit-denied:"
+        + hashlib.sha256(
+            f"{tenant.pk}|{actor.kind}|{actor.id}|{method}|{target}".encode()
+        ).hexdigest()
+    )
+    try:
+        first = cache.add(key, 1, timeout=settings.STATEROOM_DENIED_AUDIT_SECONDS)
+    except Exception:  # the shared cache is down: record rather than lose the event
+        logger.warning("cache unavailable; recording access.denied without rate limit")
+        first = True
+    if not first:
+        return False
+    with in_tenant(tenant):
+        record_event(
+            tenant=tenant,
+            actor=actor,
+            action="access.denied",
+            target_type="request",
+            target_id=target,
+            after={"status": status, "code": code, "method": method},
+        )
+    return True

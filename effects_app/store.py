@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 
 from approvals_app.models import ApprovalRequest
 from runs_app.models import Run
+from stateroom.canonical import legacy_digest
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
@@ -34,6 +35,11 @@ KEY_MAX = ExternalEffect._meta.get_field("idempotency_key").max_length
 TOOL_MAX = ExternalEffect._meta.get_field("tool_name").max_length
 NODE_MAX = ExternalEffect._meta.get_field("node_id").max_length
 SETTLE_OUTCOMES = (EffectStatus.COMMITTED, EffectStatus.FAILED)
+
+
+def legacy_request_digest(tool_name: str, request: dict) -> str:
+    """The request digest of records written before RFC 8785 (stateroom.canonical)."""
+    return legacy_digest({"tool_name": tool_name, "request": request})
 
 
 def request_digest(tool_name: str, request: dict) -> str:
@@ -211,7 +217,9 @@ class EffectStore(BaseStore):
             raise Conflict("The effect changed while recording; retry.", code="effect_contention")
         existing = model_from_row(ExternalEffect, row[:-1])
         existing.run = known(Run, existing.run_id, run_id=row[-1])
-        return self._same_request(existing, wanted), False
+        return self._same_request(
+            existing, wanted, legacy_request_digest(tool_name, request)
+        ), False
 
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
         with transaction.atomic():
@@ -325,8 +333,11 @@ class EffectStore(BaseStore):
         return effect
 
     @staticmethod
-    def _same_request(existing: ExternalEffect, wanted: str) -> ExternalEffect:
-        if existing.request_digest != wanted:
+    def _same_request(
+        existing: ExternalEffect, wanted: str, legacy: str | None = None
+    ) -> ExternalEffect:
+        # A record from before RFC 8785 digests carries the older spelling's digest.
+        if existing.request_digest not in (wanted, legacy):
             raise Unprocessable(
                 "This idempotency key was used for a different request.",
                 code="idempotency_key_reused",

@@ -71,7 +71,7 @@ STRING_LIMITS = {
     "last_checkpoint_id": 128,
 }
 _COUNTERS = ("turn_index", "token_used")
-MAX_COUNTER = 2**62
+MAX_COUNTER = 2**53 - 1  # I-JSON: every JSON reader keeps it exactly
 # cost_used is DECIMAL(18, 6): at most 12 digits before the point.
 _MAX_COST = Decimal(10) ** 12
 MAX_EVENTS_PER_APPEND = 1000

@@ -13,19 +13,27 @@ hold, with the error shape and without a 5xx:
   is the parser's choice, not the caller's).
 - 422 `nesting_too_deep` / `too_many_keys`: deeper than `MAX_DEPTH` objects and
   arrays, or an object with more than `MAX_KEYS` keys.
+- 422 `number_out_of_range`: not an I-JSON number (RFC 7493): an integer beyond
+  ±(2**53 - 1) or a float too large to be finite (`1e400`). Canonical JSON
+  (RFC 8785, `stateroom.canonical`) and every JSON reader agree on the others.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
+from .canonical import MAX_SAFE_INTEGER
 from .errors import StateroomError, Unprocessable
 
 MAX_DEPTH = 64
 MAX_KEYS = 1000
 _BOM = b"\xef\xbb\xbf"
 _PATH_CHARS = 200
+# Only a number with 16 or more digits or an exponent can leave the I-JSON range.
+_BIG_NUMBER = re.compile(r"[0-9]{16}|[0-9.][eE]")
 
 
 class BadBody(StateroomError):
@@ -85,11 +93,11 @@ def parse_object(raw: bytes) -> dict[str, Any]:
         raise BadBody(f"Malformed JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadBody("The request body must be a JSON object.", code="body_not_object")
-    check(data, text_escapes="\\u" in text)
+    check(data, text_escapes="\\u" in text, numbers=bool(_BIG_NUMBER.search(text)))
     return data
 
 
-def check(value: Any, *, text_escapes: bool = True) -> None:
+def check(value: Any, *, text_escapes: bool = True, numbers: bool = True) -> None:
     """Refuse NUL, lone surrogates, depth over MAX_DEPTH, objects over MAX_KEYS (422).
 
     `text_escapes=False` says the JSON text had no `\\u` escape, so no string
@@ -112,7 +120,9 @@ def check(value: Any, *, text_escapes: bool = True) -> None:
             kind = type(child)
             if kind is dict or kind is list:
                 push((child, depth + 1))
-            elif text_escapes and kind is str and text_problem(child):
+            elif (text_escapes and kind is str and text_problem(child)) or (
+                numbers and (kind is int or kind is float) and number_problem(child)
+            ):
                 _explain(value, text_escapes)
 
 
@@ -140,7 +150,22 @@ def _explain(value: Any, text_escapes: bool) -> None:
                 stack.append((child, child_path, depth + 1))
             elif text_escapes and isinstance(child, str):
                 _check_text(child, child_path)
+            elif type(child) in (int, float) and (problem := number_problem(child)):
+                shown = _shown(child_path)
+                raise Unprocessable(
+                    f"The number at {shown} {problem}.",
+                    code="number_out_of_range",
+                    details={shown: [problem]},
+                )
     raise AssertionError("check() found a problem that _explain() did not")  # pragma: no cover
+
+
+def number_problem(number: int | float) -> str | None:
+    if type(number) is int and not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+        return "is outside ±(2**53 - 1), the integers every JSON reader keeps exactly"
+    if type(number) is float and not math.isfinite(number):
+        return "is too large to be a finite number"
+    return None
 
 
 def text_problem(text: str) -> str | None:

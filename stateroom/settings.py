@@ -219,11 +219,21 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# --- Audit -------------------------------------------------------------------
+# A refused attempt (403, 404 on an id) is recorded once per actor and target per window.
+STATEROOM_DENIED_AUDIT_SECONDS = env_int("STATEROOM_DENIED_AUDIT_SECONDS", 600)
+# Where the beat task appends each tenant's audit chain head (an append-only location
+# outside the database: a mounted volume, WORM storage); unset, nothing is anchored.
+STATEROOM_AUDIT_ANCHOR_DIR = os.environ.get("STATEROOM_AUDIT_ANCHOR_DIR") or None
+
 # --- API --------------------------------------------------------------------
 STATEROOM_MAX_BODY_BYTES = env_int("STATEROOM_MAX_BODY_BYTES", 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = STATEROOM_MAX_BODY_BYTES
 STATEROOM_LONG_POLL_MAX_SECONDS = 30
 STATEROOM_API_RATE = os.environ.get("STATEROOM_API_RATE") or None  # e.g. "100/second"
+# Webhook destinations that may be private anyway (CIDR networks or host names);
+# everything else must resolve to public addresses only (stateroom.egress).
+STATEROOM_WEBHOOK_ALLOW = env_list("STATEROOM_WEBHOOK_ALLOW")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy_app.auth.BearerTokenAuthentication"],
@@ -287,6 +297,7 @@ CELERY_BEAT_SCHEDULE = {
     "fail-overdue-runs": {"task": "actions_app.tasks.sweep_overdue_runs", "schedule": 60.0},
     "apply-retention": {"task": "sessions_app.tasks.apply_retention", "schedule": 24 * 3600.0},
     "relay-outbox": {"task": "outbox_app.tasks.relay_outbox", "schedule": 5.0},
+    "anchor-audit": {"task": "audit_app.tasks.anchor_audit_heads", "schedule": 600.0},
 }
 
 LOGGING = {

@@ -8,13 +8,14 @@ on resume, so storing them is refused (`not_serializable`) rather than pickled.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import rfc8785
+
+from stateroom.canonical import MAX_SAFE_INTEGER, canonical_json, digest
 from stateroom.errors import Unprocessable
 
 # Deeper than this is almost surely a cycle (a list holding itself) or a runaway structure.
@@ -110,10 +111,29 @@ def storable_json(value: Any, path: str = "state") -> str:
     database. Returns the text, which callers store and measure as it is.
     """
     ensure_domain_data(value, path)
-    text = canonical_json(value)
-    if _NUL.search(text) or not _encodes(text):
+    try:
+        text = canonical_json(value)
+    except rfc8785.CanonicalizationError:
+        # Text that is not Unicode, or an integer beyond what JSON readers keep exactly.
+        _find_bad_text(value, path)
+        _find_big_integer(value, path)
+        raise
+    if _NUL.search(text):
         _find_bad_text(value, path)
     return text
+
+
+def _find_big_integer(value: Any, path: str) -> None:
+    if type(value) is int and abs(value) > MAX_SAFE_INTEGER:
+        raise _refuse(
+            path, value, "an integer beyond ±(2**53 - 1), which JSON does not keep exactly"
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _find_big_integer(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _find_big_integer(item, f"{path}[{index}]")
 
 
 def _encodes(text: str) -> bool:
@@ -139,13 +159,7 @@ def _find_bad_text(value: Any, path: str) -> None:
             _find_bad_text(item, f"{path}[{index}]")
 
 
-def canonical_json(value: Any) -> str:
-    """One spelling per value (sorted keys, no spaces): what digests and sizes are taken of."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def digest(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+__all__ = ["canonical_json", "digest", "ensure_domain_data", "storable_json"]
 
 
 @dataclass

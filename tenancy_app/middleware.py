@@ -1,13 +1,22 @@
+import logging
 import uuid
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import Http404, JsonResponse
 from django_scopes import scope
 
+from audit_app.actor import Actor
+from audit_app.services import record_access_denied
+
 from .access import memberships_of
 from .auth import resolve_bearer
+from .models import Tenant
 from .scoping import tenant_transaction
+
+logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
 
@@ -74,8 +83,13 @@ class TenantMiddleware:
         if "tenant_slug" in view_kwargs:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
-            found = memberships_of(request.user.pk, tenant_slug=view_kwargs.pop("tenant_slug"))
+            slug = view_kwargs.pop("tenant_slug")
+            found = memberships_of(request.user.pk, tenant_slug=slug)
             if not found:
+                # Recorded in that tenant's log (if it exists): someone tried its console.
+                target = Tenant.objects.filter(slug=slug).first()
+                if target is not None:
+                    _denied(request, target, 404, "not_a_member")
                 raise Http404("No such tenant")
             membership = found[0]
             request.membership = membership
@@ -89,9 +103,37 @@ class TenantMiddleware:
             request.tenant = token.tenant
         if request.tenant is None:
             return None
-        with scope(tenant=request.tenant):
-            if getattr(view_func, "stateroom_non_atomic", False):
-                return view_func(request, *view_args, **view_kwargs)
-            with tenant_transaction(request.tenant.pk):
-                request.tenant_atomic = True
-                return view_func(request, *view_args, **view_kwargs)
+        try:
+            with scope(tenant=request.tenant):
+                if getattr(view_func, "stateroom_non_atomic", False):
+                    response = view_func(request, *view_args, **view_kwargs)
+                else:
+                    with tenant_transaction(request.tenant.pk):
+                        request.tenant_atomic = True
+                        response = view_func(request, *view_args, **view_kwargs)
+        except Http404:
+            _denied(request, request.tenant, 404, "not_found")
+            raise
+        except PermissionDenied:
+            _denied(request, request.tenant, 403, "forbidden")
+            raise
+        # Set by the API's exception handler for a 403/404 it answered.
+        denied = getattr(request, "access_denied", None)
+        if denied is not None:
+            _denied(request, request.tenant, *denied)
+        return response
+
+
+def _denied(request, tenant: Tenant, status: int, code: str) -> None:
+    """Record a refused attempt (`access.denied`, rate-limited) after its rollback."""
+    try:
+        record_access_denied(
+            tenant=tenant,
+            actor=Actor.from_request(request),
+            method=request.method,
+            path=request.path,
+            status=status,
+            code=code,
+        )
+    except DatabaseError:  # the refusal stands; losing its record must not turn it into a 500
+        logger.exception("could not record access.denied for %s", request.path)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import secrets
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
+from stateroom import egress
 from stateroom.errors import Conflict, NotFound, Unprocessable
 
 from .base_store import BaseStore
@@ -15,6 +19,11 @@ from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, Tok
 
 # Decisions are POSTed to it by the worker: nothing but http(s).
 _WEBHOOK_URL = URLValidator(schemes=["http", "https"])
+
+
+def new_webhook_secret() -> str:
+    """A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 class TenancyStore(BaseStore):
@@ -54,6 +63,14 @@ class TenancyStore(BaseStore):
                     "The webhook URL must be an http or https URL of at most 200 characters.",
                     details={"webhook_url": ["must be an http(s) URL of at most 200 characters"]},
                 ) from exc
+            try:
+                egress.check_url(webhook_url)
+            except egress.UnsafeDestination as exc:
+                raise Unprocessable(
+                    f"The webhook URL cannot be used: {exc}",
+                    code="unsafe_webhook_url",
+                    details={"webhook_url": [str(exc)]},
+                ) from exc
         raw = RuntimeToken.generate_secret()
         with transaction.atomic():
             token = RuntimeToken.objects.create(
@@ -64,10 +81,13 @@ class TenancyStore(BaseStore):
                 secret_hash=hash_secret(raw),
                 created_by=created_by,
                 webhook_url=webhook_url,
-                webhook_secret=RuntimeToken.generate_secret() if webhook_url else "",
+                webhook_secret=new_webhook_secret() if webhook_url else "",
             )
             self._audit(
-                "token.created", "token", token.pk, after={"name": token.name, "role": role}
+                "token.created",
+                "token",
+                token.pk,
+                after={"name": token.name, "role": role, "webhook_url": webhook_url},
             )
         return token, raw
 

@@ -196,3 +196,35 @@ def _apps_write_only_their_own_tables():
     for connection in connections.all():
         if guard in connection.execute_wrappers:
             connection.execute_wrappers.remove(guard)
+
+
+# Host names tests give webhooks, and what the stub resolver answers for them.
+# No test looks a name up in the real DNS (there is none to ask here).
+TEST_DNS = {
+    "rt.example": ["93.184.215.14"],
+    "hooks.example": ["93.184.215.14"],
+    "localhost": ["127.0.0.1", "::1"],
+}
+
+
+class StubResolver:
+    """Answers from a table and records every lookup; unknown names do not resolve."""
+
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        self.table = dict(table)
+        self.lookups: list[str] = []
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        self.lookups.append(host)
+        if host not in self.table:
+            raise OSError(f"stub resolver: {host} does not resolve")
+        return list(self.table[host])
+
+
+@pytest.fixture(autouse=True)
+def stub_dns(monkeypatch) -> StubResolver:
+    from stateroom import egress
+
+    resolver = StubResolver(TEST_DNS)
+    monkeypatch.setattr(egress, "RESOLVER", resolver)
+    return resolver

@@ -16,7 +16,7 @@ import sys
 from django.apps import apps
 
 OWNERS = ("tenancy_app", "audit_app", "sessions_app", "runs_app", "tasks_app")
-OWNERS += ("approvals_app", "effects_app")
+OWNERS += ("approvals_app", "effects_app", "outbox_app")
 ABOVE = ("actions_app", "console_app")  # they change state only through stores
 
 # Content deletion and retention (issue 15, being redesigned) delete and

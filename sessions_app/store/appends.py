@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,6 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from runs_app.models import Run
+from stateroom.canonical import digest as canonical_digest
 from stateroom.errors import Conflict, StateroomError, Unprocessable
 from stateroom.ids import is_valid_public_id
 from stateroom.sql import hot_cursor
@@ -235,10 +235,7 @@ class SessionAppends(SessionStoreBase):
 
 
 def _request_digest(rows: list[dict[str, Any]], run_id: str) -> str:
-    canonical = json.dumps(
-        {"items": rows, "run_id": run_id}, sort_keys=True, separators=(",", ":"), default=str
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_digest({"items": rows, "run_id": run_id})
 
 
 def _replay(previous: ItemAppend, digest: str) -> AppendResult:

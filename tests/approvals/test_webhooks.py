@@ -1,19 +1,39 @@
-"""Decision webhooks, delivered to a real HTTP server on 127.0.0.1 (no mocked transport)."""
+"""Decision webhooks, delivered to a real HTTP server on 127.0.0.1 (no mocked transport).
+
+127.0.0.1 is a loopback address, which webhooks are refused unless allow-listed
+(`STATEROOM_WEBHOOK_ALLOW`): these tests allow it, as a deployment would allow
+a receiver inside its own network.
+"""
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
 
-from approvals_app.webhooks import delivery_id, notify_decision, sign, verify_signature
+from approvals_app.webhooks import delivery_id, new_secret, notify_decision, signed_headers
 from audit_app.actor import Actor
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
 
 from .conftest import approval_store, make_approval
+
+
+@pytest.fixture(autouse=True)
+def allow_loopback(settings):
+    settings.STATEROOM_WEBHOOK_ALLOW = ["127.0.0.1/32"]
+
+
+def verify_signature(secret: str, headers: dict, body: bytes) -> bool:
+    """What a receiver does, with the Standard Webhooks library."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    try:
+        Webhook(secret).verify(body, lowered)
+    except WebhookVerificationError:
+        return False
+    return True
 
 
 class Receiver:
@@ -80,13 +100,15 @@ def test_decision_is_posted_signed_and_retried_after_a_500(
     assert len(receiver.requests) == 2  # the 500, then the retry that got 200
     assert notify_decision.retry_backoff == 2 and notify_decision.max_retries == 8
     assert notify_decision.retry_jitter is True
-    deliveries = {headers["X-Stateroom-Delivery"] for headers, _ in receiver.requests}
+    deliveries = {headers["webhook-id"] for headers, _ in receiver.requests}
     assert deliveries == {delivery_id(tenant_a.pk, "apr-1", "rejected")}
     headers, body = receiver.requests[-1]
     assert headers["X-Stateroom-Event"] == "approval.decided"
     assert headers["Content-Type"] == "application/json"
-    assert verify_signature(token.webhook_secret, headers["X-Stateroom-Signature"], body)
-    assert not verify_signature("another-secret", headers["X-Stateroom-Signature"], body)
+    assert token.webhook_secret.startswith("whsec_")
+    assert verify_signature(token.webhook_secret, headers, body)
+    assert not verify_signature(new_secret(), headers, body)
+    assert not verify_signature(token.webhook_secret, headers, body + b" ")
     payload = json.loads(body)
     assert payload["event"] == "approval.decided"
     approval = payload["approval"]
@@ -119,7 +141,7 @@ def test_expiry_is_posted_too(tenant_a, django_capture_on_commit_callbacks):
             approval_store(tenant_a, Actor.system("sweep")).expire(approval_id="apr-1")
     [(headers, body)] = receiver.requests
     assert json.loads(body)["approval"]["status"] == "expired"
-    assert verify_signature(token.webhook_secret, headers["X-Stateroom-Signature"], body)
+    assert verify_signature(token.webhook_secret, headers, body)
 
 
 def test_a_refusing_receiver_is_not_retried(
@@ -139,7 +161,8 @@ def test_nothing_is_sent_without_a_webhook_or_when_the_decision_fails(
     tenant_a, operator_a, make_token, django_capture_on_commit_callbacks
 ):
     make_token(tenant_a, name="plain")
-    plain = RuntimeToken.objects.get(tenant=tenant_a, name="plain")
+    with in_tenant(tenant_a):
+        plain = RuntimeToken.objects.get(tenant=tenant_a, name="plain")
     make_approval(tenant_a, approval_id="apr-1", actor=Actor("token", str(plain.pk), "token:plain"))
     with Receiver([200]) as receiver:
         _, asker = webhook_token(tenant_a, receiver.url)
@@ -167,21 +190,24 @@ def test_task_is_idempotent_about_what_it_sends(tenant_a, operator_a):
         assert notify_decision.delay(tenant_a.pk, "nope").get() == "no-approval"
     first, second = (json.loads(body) for _, body in receiver.requests)
     assert first == second
-    assert len({h["X-Stateroom-Delivery"] for h, _ in receiver.requests}) == 1
+    assert len({h["webhook-id"] for h, _ in receiver.requests}) == 1
 
 
-def test_verify_signature_recipe():
-    body = b'{"event":"approval.decided"}'
-    now = int(time.time())
-    header = sign("s3cret", body, now)
-    assert header.startswith(f"t={now},v1=")
-    assert verify_signature("s3cret", header, body)
-    assert verify_signature("s3cret", header, body.decode())
-    assert verify_signature("s3cret", f"{header},v1=deadbeef", body)
-    assert not verify_signature("s3cret", header, body + b" ")
-    assert not verify_signature("wrong", header, body)
-    assert not verify_signature("s3cret", sign("s3cret", body, now - 301), body)
-    assert verify_signature("s3cret", sign("s3cret", body, now - 301), body, tolerance=600)
-    assert not verify_signature("s3cret", "", body)
-    assert not verify_signature("s3cret", "t=abc,v1=00", body)
-    assert not verify_signature("s3cret", f"t={now}", body)
+def test_signatures_are_standard_webhooks_for_new_and_older_secrets():
+    from datetime import UTC, datetime
+
+    body = '{"event":"approval.decided"}'
+    when = datetime.now(UTC)
+    secret = new_secret()
+    headers = signed_headers(secret, "msg-1", body, when)
+    assert headers["webhook-id"] == "msg-1"
+    assert headers["webhook-timestamp"] == str(int(when.timestamp()))
+    assert headers["webhook-signature"].startswith("v1,")
+    assert verify_signature(secret, headers, body.encode())
+    assert not verify_signature(secret, {**headers, "webhook-id": "msg-2"}, body.encode())
+    # A secret from before (sr_…): the receiver's key is whsec_ + base64 of its bytes.
+    import base64
+
+    older = "sr_" + "x" * 43
+    as_standard = "whsec_" + base64.b64encode(older.encode()).decode()
+    assert verify_signature(as_standard, signed_headers(older, "m", body, when), body.encode())

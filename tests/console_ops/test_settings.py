@@ -53,7 +53,12 @@ def test_settings_actions_refuse_lesser_roles_and_other_tenants(
     with in_tenant(tenant_a):
         assert Membership.objects.get(user=operator_a).role == Role.OPERATOR
         assert not RetentionPolicy.objects.exists()
-    assert audit_actions(tenant_a) == []
+    # Nothing changed; each refused attempt left a security record.
+    assert audit_actions(tenant_a) == [
+        ("access.denied", "otto"),
+        ("access.denied", "sue"),
+        ("access.denied", "bob"),
+    ]
 
 
 @pytest.mark.parametrize(("path", "data"), ACTIONS)
@@ -153,6 +158,7 @@ def test_members_add_change_and_remove(admin_a, make_user, tenant_a, tenant_b):
     assert audit_actions(tenant_a) == [
         ("member.role_set", "ada"),
         ("member.role_set", "ada"),
+        ("access.denied", "ada"),  # the outsider is no member here: 404, recorded
         ("member.removed", "ada"),
     ]
 
@@ -322,7 +328,7 @@ def test_token_with_webhook_shows_its_signing_secret_once(admin_a, tenant_a):
     )
     assert response.status_code == 200
     token = RuntimeToken.objects.get()
-    assert token.webhook_secret.startswith("sr_")
+    assert token.webhook_secret.startswith("whsec_")  # a Standard Webhooks secret
     page = response.content.decode()
     assert f'data-testid="new-webhook-secret">{token.webhook_secret}</pre>' in page
     again = client.get(BASE + "tokens/").content.decode()

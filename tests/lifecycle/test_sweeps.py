@@ -86,6 +86,7 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
         "actions_app.tasks.sweep_overdue_runs",
         "sessions_app.tasks.apply_retention",
         "outbox_app.tasks.relay_outbox",
+        "audit_app.tasks.anchor_audit_heads",
     }
     on_demand = {
         "sessions_app.tasks.delete_session_content",

@@ -43,8 +43,12 @@ def run_store(tenant, actor: Actor | None = None, **kw) -> RunStateStore:
 
 
 def make_run(tenant, status: str = "created", **kw) -> Run:
+    deadline = kw.get("deadline_at")
     with in_tenant(tenant):
         store = run_store(tenant)
+        if deadline is not None and deadline <= store.now():
+            # Created while its deadline still lay ahead (a past deadline is refused).
+            store = RunStateStore(tenant, store.actor, clock=lambda: deadline - timedelta(hours=1))
         run = store.create(**kw)
         for step in PATHS[status]:
             run = store.compare_and_set(

@@ -80,7 +80,12 @@ def snapshot(tenant: Tenant) -> dict:
             "attachments": list(SessionAttachment.objects.order_by("id").values()),
             "items": list(SessionItem.objects.order_by("id").values()),
             "appends": list(ItemAppend.objects.order_by("id").values()),
-            "audit": list(AuditEvent.objects.order_by("seq").values_list("seq", "action")),
+            # Refused attempts leave security records (access.denied), not domain changes.
+            "audit": list(
+                AuditEvent.objects.exclude(action="access.denied")
+                .order_by("seq")
+                .values_list("seq", "action")
+            ),
         }
 
 
