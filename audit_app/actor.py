@@ -28,7 +28,9 @@ class Actor:
     @classmethod
     def from_request(cls, request: HttpRequest) -> Actor:
         request_id = getattr(request, "request_id", "") or uuid.uuid4().hex
-        ip = request.META.get("REMOTE_ADDR")
+        from stateroom.edge import client_ip
+
+        ip = client_ip(request) or None
         agent = request.META.get("HTTP_USER_AGENT", "")[:256]
         token = getattr(request, "runtime_token", None)
         if token is not None:

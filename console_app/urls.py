@@ -14,6 +14,7 @@ import runs_app.urls
 import sessions_app.urls
 import tasks_app.urls
 import tenancy_app.urls
+from tenancy_app import login as tenancy_login
 from tenancy_app import views as tenancy_views
 
 from .views import approvals, home, runs, sessions, settings, tasks
@@ -28,6 +29,8 @@ urlpatterns = [
     path("healthz", tenancy_views.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(template_name="tenancy/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("2fa/", tenancy_login.two_factor, name="two-factor"),
+    path("2fa/setup/", tenancy_login.two_factor_setup, name="two-factor-setup"),
     path("", tenancy_views.home, name="home"),
     path("t/<slug:tenant_slug>/", home.tenant_home, name="tenant-home"),
     path(

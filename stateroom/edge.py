@@ -90,6 +90,17 @@ class SessionTimeoutMiddleware:
         return self.get_response(request)
 
 
+def client_ip(request) -> str:
+    """The client's address: the connection's, or counted back through trusted proxies."""
+    count = settings.STATEROOM_TRUSTED_PROXY_COUNT
+    if count > 0:
+        hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        hops = [h for h in hops if h]
+        if len(hops) >= count:
+            return hops[-count]
+    return request.META.get("REMOTE_ADDR", "")
+
+
 @receiver(user_logged_in)
 def start_session_clock(sender, request, user, **kwargs) -> None:
     if request is not None and hasattr(request, "session"):

@@ -5,6 +5,7 @@ safe for production except where DEBUG=1 turns on development conveniences.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from csp.constants import NONE, SELF
@@ -68,6 +69,9 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "csp",
+    "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "tenancy_app",
     "audit_app",
     "sessions_app",
@@ -92,10 +96,12 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "stateroom.edge.SessionTimeoutMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",
     # Last, because it runs the view inside the tenant's transaction.
     "tenancy_app.middleware.TenantMiddleware",
 ]
@@ -155,6 +161,26 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Console logins: django-axes counts failures per username and per client address
+# and locks out after STATEROOM_LOGIN_FAILURE_LIMIT of either, until the cool-off
+# passes or an admin lifts it (the members page, or `manage.py axes_reset_username`).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("STATEROOM_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("STATEROOM_LOGIN_LOCKOUT_MINUTES", 60))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "tenancy/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "stateroom.edge.client_ip"
+AXES_VERBOSE = False
+# Behind a proxy that appends the client's address to X-Forwarded-For, how many
+# proxies to count back from the right (0: use the connection's address).
+STATEROOM_TRUSTED_PROXY_COUNT = env_int("STATEROOM_TRUSTED_PROXY_COUNT", 0)
+# TOTP second factor (django-otp): the issuer authenticator apps show.
+OTP_TOTP_ISSUER = "Stateroom"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -218,6 +244,23 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": [NONE],
     }
 }
+
+# --- Cache ------------------------------------------------------------------
+# Shared by every web process when STATEROOM_CACHE_URL names a Redis (the token
+# throttle's counts, the access.denied rate limit); otherwise each process keeps
+# its own. A cache that does not answer is skipped, never an error (short timeouts).
+STATEROOM_CACHE_URL = os.environ.get("STATEROOM_CACHE_URL") or None
+if STATEROOM_CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": STATEROOM_CACHE_URL,
+            "KEY_PREFIX": "stateroom",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Audit -------------------------------------------------------------------
 # A refused attempt (403, 404 on an id) is recorded once per actor and target per window.

@@ -8,4 +8,4 @@ class TenancyConfig(AppConfig):
     def ready(self) -> None:
         from stateroom import edge  # noqa: F401  (starts the session clock at each login)
 
-        from . import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from . import login, schema  # noqa: F401  (signal receivers; the OpenAPI auth extension)

@@ -5,6 +5,8 @@ view runs, to enter its scope) with `resolve_bearer`; the DRF class only
 reports the result to DRF.
 """
 
+import logging
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -14,6 +16,8 @@ from rest_framework import authentication, exceptions, permissions, throttling
 from stateroom.sql import columns, hot_cursor, model_from_row
 
 from .models import RuntimeToken, Tenant, TokenRole, hash_secret
+
+logger = logging.getLogger(__name__)
 
 # last_used_at is refreshed at most this often, so the hot path does not write on every call.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -103,11 +107,24 @@ class IsOperatorToken(permissions.BasePermission):
 class TokenRateThrottle(throttling.SimpleRateThrottle):
     """Per-token request rate (`STATEROOM_API_RATE`, e.g. `100/second`); off when unset.
 
-    Counts live in Django's cache: configure a shared cache (Redis) when
-    running several web processes, or each process counts on its own.
+    Counts live in Django's cache: `STATEROOM_CACHE_URL` (Redis) shares them
+    between web processes, or each process counts on its own. A cache that does
+    not answer lets the request through (the API keeps serving) and says so in
+    the log, at most once a minute.
     """
 
     scope = "runtime"
+    _last_warning = 0.0
+
+    def allow_request(self, request, view):
+        try:
+            return super().allow_request(request, view)
+        except Exception as exc:  # the cache (Redis) is down or slow
+            now = time.monotonic()
+            if now - TokenRateThrottle._last_warning > 60:
+                TokenRateThrottle._last_warning = now
+                logger.warning("rate limiting skipped: the cache does not answer (%s)", exc)
+            return True
 
     def get_rate(self):
         # Read per request, so the setting can change without re-importing views.

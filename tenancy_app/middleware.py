@@ -6,6 +6,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, JsonResponse
+from django.shortcuts import redirect
 from django_scopes import scope
 
 from audit_app.actor import Actor
@@ -13,6 +14,7 @@ from audit_app.services import record_access_denied
 
 from .access import memberships_of
 from .auth import resolve_bearer
+from .login import needs_second_factor
 from .models import Tenant
 from .scoping import tenant_transaction
 
@@ -92,6 +94,9 @@ class TenantMiddleware:
                     _denied(request, target, 404, "not_a_member")
                 raise Http404("No such tenant")
             membership = found[0]
+            second_factor = needs_second_factor(request, membership)
+            if second_factor is not None:
+                return redirect(second_factor)
             request.membership = membership
             request.tenant = membership.tenant
         elif request.path.startswith(API_PREFIX) and "HTTP_AUTHORIZATION" in request.META:

@@ -23,6 +23,8 @@ class Tenant(models.Model):
     four_eyes_critical = models.BooleanField(default=False)
     # Serial by default: one attached run per session (DESIGN.md section 3).
     allow_concurrent_runs = models.BooleanField(default=False)
+    # Operators and admins reach this tenant's console only after a TOTP second factor.
+    require_2fa = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

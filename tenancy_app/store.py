@@ -204,6 +204,38 @@ class TenancyStore(BaseStore):
                 )
         self.tenant.four_eyes_critical = on
 
+    def set_require_2fa(self, *, on: bool) -> None:
+        """Operators and admins of this tenant need a TOTP second factor (audited)."""
+        with transaction.atomic():
+            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
+            if tenant.require_2fa != on:
+                tenant.require_2fa = on
+                tenant.save(update_fields=["require_2fa"])
+                self._audit(
+                    "tenant.settings_changed",
+                    "tenant",
+                    tenant.slug,
+                    before={"require_2fa": not on},
+                    after={"require_2fa": on},
+                )
+        self.tenant.require_2fa = on
+
+    def unlock_member(self, *, user_id: int) -> int:
+        """Lift a member's login lockout (django-axes); how many lockout records were cleared."""
+        from axes.utils import reset
+
+        membership = (
+            Membership.objects.filter(tenant=self.tenant, user_id=user_id)
+            .select_related("user")
+            .first()
+        )
+        if membership is None:
+            raise NotFound("No such member.")
+        with transaction.atomic():
+            cleared = reset(username=membership.user.get_username())
+            self._audit("member.unlocked", "user", user_id, after={"cleared": cleared})
+        return cleared
+
     def retention(self) -> RetentionPolicy:
         return RetentionPolicy.objects.filter(tenant=self.tenant).first() or RetentionPolicy(
             tenant=self.tenant

@@ -150,6 +150,24 @@ def set_four_eyes(request):
     return _back(request, "tenancy:settings")
 
 
+@require_role(Role.ADMIN)
+@require_POST
+def set_require_2fa(request):
+    form = FourEyesForm(request.POST)  # the same on/off choice
+    if form.is_valid():
+        on = form.cleaned_data["on"]
+        _store(request).set_require_2fa(on=on)
+        messages.success(
+            request,
+            "Operators and admins now need a second factor (TOTP)."
+            if on
+            else "A second factor is no longer required.",
+        )
+    else:
+        messages.error(request, "Choose on or off.")
+    return _back(request, "tenancy:settings")
+
+
 # --- settings: members -----------------------------------------------------
 def _members_page(request, *, form=None, status=200):
     return render(
@@ -200,4 +218,18 @@ def remove_member(request, user_id: int):
         messages.error(request, exc.message)
     else:
         messages.success(request, "Member removed.")
+    return _back(request, "tenancy:members")
+
+
+@require_role(Role.ADMIN)
+@require_POST
+def unlock_member(request, user_id: int):
+    """Lift a member's login lockout (too many wrong passwords)."""
+    try:
+        cleared = _store(request).unlock_member(user_id=user_id)
+    except NotFound as exc:
+        raise Http404 from exc
+    messages.success(
+        request, "Login lockout lifted." if cleared else "There was no lockout to lift."
+    )
     return _back(request, "tenancy:members")
