@@ -67,7 +67,11 @@ class ApprovalSerializer(serializers.Serializer):
         help_text="The decisions the runtime declared it can honour",
     )
     call_digest = serializers.CharField(
-        help_text='sha256 hex of canonical JSON `[tool_name, arguments]` (sorted keys, ",", ":")'
+        help_text=(
+            "sha256 hex of the RFC 8785 canonical JSON (JCS) of `[tool_name, arguments]`: "
+            "keys sorted by UTF-16 code units, no whitespace, UTF-8, numbers as ECMAScript "
+            "prints them"
+        )
     )
     run_version = serializers.IntegerField(
         help_text="The run's version when it started waiting on this approval"

@@ -26,7 +26,7 @@ from stateroom.contract import (
 )
 
 from .models import EffectStatus, ExternalEffect
-from .store import EffectStore
+from .store import KEY_MAX, NODE_MAX, TOOL_MAX, EffectStore
 
 
 def _store(request) -> EffectStore:
@@ -35,10 +35,10 @@ def _store(request) -> EffectStore:
 
 # --- serializers ------------------------------------------------------------
 class EffectRecordIn(StrictSerializer):
-    idempotency_key = StrictCharField(max_length=255, help_text="A string, compared exactly")
-    tool_name = StrictCharField(max_length=200)
+    idempotency_key = StrictCharField(max_length=KEY_MAX, help_text="A string, compared exactly")
+    tool_name = StrictCharField(max_length=TOOL_MAX)
     request = StrictDictField(help_text="The call about to be made (JSON object)")
-    node_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    node_id = StrictCharField(max_length=NODE_MAX, required=False, allow_blank=True)
     approval_id = StrictCharField(
         max_length=128, required=False, help_text="The approval this call was allowed by"
     )
@@ -63,7 +63,9 @@ class RunEffectsQuery(PageQuery):
 
 
 class EffectListQuery(RunEffectsQuery):
-    idempotency_key = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
+    idempotency_key = serializers.CharField(
+        max_length=KEY_MAX, required=False, trim_whitespace=False
+    )
     run_id = serializers.CharField(max_length=128, required=False)
 
 

@@ -26,7 +26,7 @@ from stateroom.contract import (
 from stateroom.ids import PUBLIC_ID_RE
 
 from .models import Task, TaskCheckpoint, TaskStatus
-from .store import TaskStateStore
+from .store import NODE_ID_MAX, PLAN_VERSION_MAX, TaskStateStore
 
 PUBLIC_ID_HELP = "1-128 characters of [A-Za-z0-9._:-]; generated when omitted"
 
@@ -57,7 +57,9 @@ class TaskStateIn(StrictSerializer):
     expected_version = StrictIntegerField(
         help_text="The version the caller read; 409 version_conflict if the task moved on"
     )
-    plan_version = StrictCharField(max_length=64, required=False, allow_null=True, allow_blank=True)
+    plan_version = StrictCharField(
+        max_length=PLAN_VERSION_MAX, required=False, allow_null=True, allow_blank=True
+    )
     completed_nodes = _strings(required=False, help_text="A set: stored sorted, once each")
     pending_nodes = _strings(required=False, help_text="A set: stored sorted, once each")
     pending_approvals = _strings(required=False)
@@ -87,7 +89,7 @@ class TaskOut(serializers.Serializer):
 class CheckpointIn(StrictSerializer):
     schema_version = StrictIntegerField(min_value=1)
     state = StrictDictField(help_text="JSON domain data and resource identifiers only")
-    node_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    node_id = StrictCharField(max_length=NODE_ID_MAX, required=False, allow_blank=True)
 
 
 class CheckpointCreatedOut(serializers.Serializer):
