@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from . import dberrors, jsongate
 from .contract import UNKNOWN_FIELD, PageQuery, flatten, has_code, query
-from .errors import StateroomError
+from .errors import StateroomError, error_body
 from .pages import keyset_slice
 
 T = TypeVar("T")
@@ -45,10 +45,6 @@ class EmptyAsNullCharField(serializers.CharField):
 
     def to_representation(self, value):
         return value or None
-
-
-def error_body(code: str, message: str, details=None) -> dict:
-    return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
 def exception_handler(exc, context):

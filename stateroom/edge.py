@@ -24,7 +24,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import resolve_url
 from django.utils.cache import add_never_cache_headers
 
-from .api import error_body
+from .errors import error_body
 
 API_PREFIX = "/api/"
 AUTH_AT = "_stateroom_auth_at"

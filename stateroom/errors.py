@@ -7,6 +7,11 @@ responses in one place. `status` is the HTTP status the API contract gives.
 from typing import Any
 
 
+def error_body(code: str, message: str, details=None) -> dict:
+    """The API's error shape: `{"error": {"code", "message", "details"}}`."""
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
 class StateroomError(Exception):
     status = 400
     code = "bad_request"

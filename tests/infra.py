@@ -33,25 +33,30 @@ def database_url(*, user: str | None = None, password: str | None = None) -> str
     """The URL of this test process's (test) database, as its app role or as `user`."""
     from django.db import connection
 
-    s = connection.settings_dict
-    user = s["USER"] if user is None else user
-    password = s.get("PASSWORD") if user == s["USER"] and password is None else password
-    auth = quote(user or "", safe="")
-    if password:
-        auth += ":" + quote(password, safe="")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    from stateroom.database import url_of
+
+    if user is None:
+        return url_of(connection.settings_dict)
+    return url_of(connection.settings_dict, role={"USER": user, "PASSWORD": password or ""})
 
 
-def admin_connection(*, database: str | None = None) -> psycopg.Connection:
+def admin_connection(*, database: str = "postgres") -> psycopg.Connection:
+    """A superuser's connection: `STATEROOM_ADMIN_DATABASE_URL`, else `postgres` on the
+    test database's server (its Unix socket for the embedded server, TCP otherwise)."""
     url = os.environ.get("STATEROOM_ADMIN_DATABASE_URL")
-    if not url:
-        from django.db import connection
+    if url:
+        return psycopg.connect(url.rsplit("/", 1)[0] + "/" + database, autocommit=True)
+    from django.db import connection
 
-        s = connection.settings_dict
-        url = f"postgres://postgres@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/postgres"
-    if database:
-        url = url.rsplit("/", 1)[0] + "/" + database
-    return psycopg.connect(url, autocommit=True)
+    s = connection.settings_dict
+    host = str(s["HOST"] or "127.0.0.1")
+    if host.startswith("/"):  # the embedded server listens on a socket only
+        return psycopg.connect(
+            f"postgresql://postgres@/{database}?host={quote(host, safe='')}", autocommit=True
+        )
+    return psycopg.connect(
+        f"postgres://postgres@{host}:{s['PORT'] or 5432}/{database}", autocommit=True
+    )
 
 
 def free_port() -> int:
@@ -63,6 +68,7 @@ def free_port() -> int:
 def subprocess_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("STATEROOM_TEST_DB_SUFFIX", None)
+    env.pop("DATABASE_OWNER_URL", None)  # the subprocess is the app, on the test database
     env.update(DJANGO_SETTINGS_MODULE="stateroom.test_settings", DATABASE_URL=database_url())
     env.update(extra)
     return env

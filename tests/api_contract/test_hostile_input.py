@@ -215,7 +215,6 @@ def test_hostile_query_values_are_422(operator_client, tenant_a, query):
     assert_error_shape(response, query)
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_real_chunked_request_is_411_and_changes_nothing(live_server, make_token, tenant_a):
     """Through a real HTTP server, bytes on the wire: chunked framing, no Content-Length."""

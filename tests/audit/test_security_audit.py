@@ -117,7 +117,6 @@ def test_events_hashed_before_rfc_8785_still_verify(tenant_a):
         assert _legacy_hash(legacy) != legacy.hash
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_verify_audit_anchor_catches_the_newest_rows_deleted(tenant_a, tmp_path, capsys):
     with in_tenant(tenant_a):

@@ -52,7 +52,6 @@ def restore(role: str) -> None:
         admin.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT -1')
 
 
-@pytest.mark.postgres
 def test_no_connection_slots_is_503_then_the_app_recovers_without_a_restart(
     outage_role, tenant_a, make_token
 ):

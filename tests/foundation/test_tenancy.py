@@ -149,7 +149,8 @@ def test_rls_refuses_inserting_a_row_for_another_tenant(tenant_a, tenant_b):
 
 def test_tokens_are_stored_hashed(make_token, tenant_a):
     raw = make_token(tenant_a)
-    token = RuntimeToken.objects.get()
+    with in_tenant(tenant_a):
+        token = RuntimeToken.objects.get()
     assert raw.startswith("sr_") and len(raw) > 40
     assert token.secret_hash == hash_secret(raw)
     assert raw not in {token.secret_hash, token.prefix, token.name}
@@ -162,9 +163,10 @@ def test_api_token_authenticates_and_revoked_token_gets_401(make_token, tenant_a
     response = client.get("/api/v1/me", headers=headers)
     assert response.status_code == 200
     assert response.json() == {"tenant": "acme", "name": "w1", "role": "runtime"}
-    assert RuntimeToken.objects.get().last_used_at is not None
+    with in_tenant(tenant_a):
+        token = RuntimeToken.objects.get()
+    assert token.last_used_at is not None
 
-    token = RuntimeToken.objects.get()
     admin = login(admin_a)
     response = admin.post(f"/t/acme/settings/tokens/{token.pk}/revoke", {"reason": "leaked"})
     assert response.status_code == 302
@@ -206,24 +208,26 @@ def test_other_tenants_console_url_is_404(admin_a, tenant_b):
     assert client.get("/t/no-such-tenant/").status_code == 404
 
 
-def test_roles_are_enforced(support_a, operator_a, admin_a):
+def test_roles_are_enforced(support_a, operator_a, admin_a, tenant_a):
     for user in (support_a, operator_a):
         client = login(user)
         assert client.get("/t/acme/settings/tokens/").status_code == 403
         response = client.post("/t/acme/settings/tokens/", {"name": "forged"})
         assert response.status_code == 403
-    assert RuntimeToken.objects.count() == 0
+    with in_tenant(tenant_a):
+        assert RuntimeToken.objects.count() == 0
     response = login(admin_a).get("/t/acme/settings/tokens/")
     assert response.status_code == 200
 
 
-def test_admin_creates_token_shown_once(admin_a):
+def test_admin_creates_token_shown_once(admin_a, tenant_a):
     client = login(admin_a)
     response = client.post("/t/acme/settings/tokens/", {"name": "runner", "role": "runtime"})
     assert response.status_code == 200
     raw = response.context["created_secret"]
     assert raw.encode() in response.content
-    assert RuntimeToken.objects.get().secret_hash == hash_secret(raw)
+    with in_tenant(tenant_a):
+        assert RuntimeToken.objects.get().secret_hash == hash_secret(raw)
     assert raw.encode() not in client.get("/t/acme/settings/tokens/").content
 
 
@@ -231,7 +235,8 @@ def test_user_with_several_tenants_switches(make_user, tenant_a, tenant_b):
     from tenancy_app.models import Membership
 
     user = make_user("multi", tenant_a, "support")
-    Membership.objects.create(user=user, tenant=tenant_b, role="admin")
+    with in_tenant(tenant_b):
+        Membership.objects.create(user=user, tenant=tenant_b, role="admin")
     client = login(user)
     page = client.get("/t/acme/").content.decode()
     assert 'href="/t/globex/"' in page

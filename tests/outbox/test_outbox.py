@@ -75,7 +75,6 @@ def test_eager_mode_runs_the_job_after_the_commit_and_marks_it_sent(
     assert relay.waiting(tenant_a) == []
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_broker_down_the_change_commits_and_its_job_waits(tenant_a):
     closed = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
@@ -92,7 +91,6 @@ def test_broker_down_the_change_commits_and_its_job_waits(tenant_a):
         assert ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id).status == "pending"
 
 
-@pytest.mark.postgres
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_redis_stopped_then_started_the_job_runs_exactly_once(tenant_a):
