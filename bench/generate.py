@@ -596,6 +596,8 @@ def _audit_rows(tenant_pk: int, count: int, user_pk: int, now: datetime) -> list
                 event.reason,
                 event.request_id,
                 event.ip,
+                event.user_agent,
+                event.canon,
                 event.prev_hash,
                 event.hash,
             )
@@ -605,7 +607,7 @@ def _audit_rows(tenant_pk: int, count: int, user_pk: int, now: datetime) -> list
 
 AUDIT_COLUMNS = (
     "tenant_id, seq, created_at, actor_type, actor_id, actor_label, action, target_type,"
-    " target_id, before, after, reason, request_id, ip, prev_hash, hash"
+    " target_id, before, after, reason, request_id, ip, user_agent, canon, prev_hash, hash"
 )
 
 

@@ -98,7 +98,8 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "apr-1",
         3,
     )
-    token = RuntimeToken.objects.get(tenant=tenant_a, name="worker")
+    with in_tenant(tenant_a):
+        token = RuntimeToken.objects.get(tenant=tenant_a, name="worker")
     assert reload_approval(tenant_a, "apr-1")["requested_by_token_id"] == token.pk
 
 

@@ -18,7 +18,8 @@ from .conftest import ARGS, approval_store, make_approval, reload_approval
 
 def token_actor(tenant, make_token, name: str) -> Actor:
     make_token(tenant, name=name)
-    token = RuntimeToken.objects.get(tenant=tenant, name=name)
+    with in_tenant(tenant):
+        token = RuntimeToken.objects.get(tenant=tenant, name=name)
     return Actor("token", str(token.pk), f"token:{name}")
 
 

@@ -79,7 +79,8 @@ def bench_data(transactional_db, owner_sql):
     now = timezone.now()
     user = get_user_model().objects.create_user(username="explain-admin")
     tenants = [Tenant.objects.create(slug=f"explain-{n}", name=f"Explain {n}") for n in "ab"]
-    Membership.objects.create(user=user, tenant=tenants[0], role=Role.ADMIN)
+    with in_tenant(tenants[0]):  # memberships have row-level security
+        Membership.objects.create(user=user, tenant=tenants[0], role=Role.ADMIN)
     scales = dict(zip(tenants, [SCALE, BIG], strict=True))
     chains = {
         t: generate.audit_rows(t.pk, scale.audit_per_tenant, user.pk, now)

@@ -148,13 +148,16 @@ def test_members_add_change_and_remove(admin_a, make_user, tenant_a, tenant_b):
     assert response.status_code == 302
     assert messages_of(response) == ["newbie is now support."]
     client.post(BASE + "members/", {"username": "newbie", "role": "operator"})
-    newbie = Membership.objects.get(tenant=tenant_a, user__username="newbie")
+    with in_tenant(tenant_a):
+        newbie = Membership.objects.get(tenant=tenant_a, user__username="newbie")
     assert newbie.role == Role.OPERATOR
     assert client.post(BASE + f"members/{outsider.pk}/remove").status_code == 404
-    assert Membership.objects.filter(user=outsider).count() == 1
+    with in_tenant(tenant_b):
+        assert Membership.objects.filter(user=outsider).count() == 1
     response = client.post(BASE + f"members/{newbie.user_id}/remove")
     assert response.status_code == 302
-    assert not Membership.objects.filter(tenant=tenant_a, user__username="newbie").exists()
+    with in_tenant(tenant_a):
+        assert not Membership.objects.filter(tenant=tenant_a, user__username="newbie").exists()
     assert audit_actions(tenant_a) == [
         ("member.role_set", "ada"),
         ("member.role_set", "ada"),
@@ -271,16 +274,18 @@ def test_retention_page_query_count_does_not_grow_with_due_sessions(
 
 
 def test_remove_member_needs_admin_csrf_and_same_tenant(
-    admin_a, operator_a, support_a, admin_b, csrf_client
+    admin_a, operator_a, support_a, admin_b, csrf_client, tenant_a
 ):
     path = BASE + f"members/{support_a.pk}/remove"
     assert login(operator_a).post(path).status_code == 403
     assert login(admin_b).post(path).status_code == 404
     assert csrf_client(admin_a).post(path).status_code == 403
     assert login(admin_a).get(path).status_code == 405
-    assert Membership.objects.filter(user=support_a).count() == 1
+    with in_tenant(tenant_a):
+        assert Membership.objects.filter(user=support_a).count() == 1
     assert login(admin_a).post(path).status_code == 302
-    assert Membership.objects.filter(user=support_a).count() == 0
+    with in_tenant(tenant_a):
+        assert Membership.objects.filter(user=support_a).count() == 0
 
 
 def test_the_last_admin_cannot_be_removed_or_demoted(admin_a, make_user, tenant_a):
@@ -295,14 +300,16 @@ def test_the_last_admin_cannot_be_removed_or_demoted(admin_a, make_user, tenant_
     assert messages_of(response) == [
         "This is the tenant's last admin: make someone else admin first."
     ]
-    assert Membership.objects.get(tenant=tenant_a, user=admin_a).role == Role.ADMIN
+    with in_tenant(tenant_a):
+        assert Membership.objects.get(tenant=tenant_a, user=admin_a).role == Role.ADMIN
     assert audit_actions(tenant_a) == []
     # With a second admin, either may step down.
     make_user("bea", tenant_a, Role.ADMIN)
     client.get(BASE + "members/")
     response = client.post(BASE + "members/", {"username": "ada", "role": "operator"})
     assert messages_of(response) == ["ada is now operator."]
-    assert Membership.objects.get(tenant=tenant_a, user=admin_a).role == Role.OPERATOR
+    with in_tenant(tenant_a):
+        assert Membership.objects.get(tenant=tenant_a, user=admin_a).role == Role.OPERATOR
     assert audit_actions(tenant_a) == [("member.role_set", "ada")]
 
 
@@ -327,7 +334,8 @@ def test_token_with_webhook_shows_its_signing_secret_once(admin_a, tenant_a):
         {"name": "hooked", "role": "runtime", "webhook_url": "https://rt.example/hook"},
     )
     assert response.status_code == 200
-    token = RuntimeToken.objects.get()
+    with in_tenant(tenant_a):
+        token = RuntimeToken.objects.get()
     assert token.webhook_secret.startswith("whsec_")  # a Standard Webhooks secret
     page = response.content.decode()
     assert f'data-testid="new-webhook-secret">{token.webhook_secret}</pre>' in page
@@ -348,7 +356,8 @@ def test_token_webhook_must_be_http(admin_a, tenant_a, url):
     assert messages_of(response) == [
         "The webhook URL must be an http or https URL of at most 200 characters."
     ]
-    assert not RuntimeToken.objects.exists()
+    with in_tenant(tenant_a):
+        assert not RuntimeToken.objects.exists()
     assert audit_actions(tenant_a) == []
 
 
@@ -357,7 +366,8 @@ def test_token_name_over_100_characters_is_refused(admin_a, tenant_a):
 
     response = login(admin_a).post(BASE + "tokens/", {"name": "x" * 101})
     assert messages_of(response) == ["A token name has at most 100 characters."]
-    assert not RuntimeToken.objects.exists()
+    with in_tenant(tenant_a):
+        assert not RuntimeToken.objects.exists()
 
 
 def test_create_token_command_prints_the_webhook_secret_on_stderr(tenant_a):
@@ -371,6 +381,7 @@ def test_create_token_command_prints_the_webhook_secret_on_stderr(tenant_a):
     call_command(
         "create_token", tenant="acme", webhook_url="https://rt.example/h", stdout=out, stderr=err
     )
-    token = RuntimeToken.objects.get()
+    with in_tenant(tenant_a):
+        token = RuntimeToken.objects.get()
     assert out.getvalue().strip().startswith("sr_")
     assert err.getvalue().strip() == f"Webhook signing secret: {token.webhook_secret}"
