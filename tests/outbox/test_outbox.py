@@ -127,3 +127,38 @@ def test_redis_stopped_then_started_the_job_runs_exactly_once(tenant_a):
             == 1
         )
     assert relay.waiting(tenant_a) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_the_broker_down_the_api_keeps_serving_and_the_job_waits(tenant_a, make_token):
+    """A decision through the API while Redis refuses: 200 at once, its webhook job kept."""
+    from django.test import Client
+
+    from audit_app.actor import Actor
+    from tenancy_app.store import TenancyStore
+    from tests.approvals.conftest import make_approval
+
+    with in_tenant(tenant_a):
+        token, _ = TenancyStore(tenant_a, Actor.system("test")).create_token(
+            name="hooked", webhook_url="https://hooks.example/stateroom"
+        )
+    make_approval(tenant_a, approval_id="apr-1", actor=Actor("token", str(token.pk), "t"))
+    operator = Client(headers={"Authorization": f"Bearer {make_token(tenant_a, role='operator')}"})
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    with producing_to(closed, "nowhere"):
+        started = time.monotonic()
+        response = operator.post(
+            "/api/v1/approvals/apr-1/decision",
+            {"decision": "approve"},
+            content_type="application/json",
+        )
+        elapsed = time.monotonic() - started
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "approved"
+    assert elapsed < 10
+    [job] = relay.waiting(tenant_a)
+    assert (job.task, job.args) == (
+        "approvals_app.webhooks.notify_decision",
+        [tenant_a.pk, "apr-1"],
+    )
+    assert job.attempts == 1
