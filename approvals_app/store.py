@@ -448,7 +448,12 @@ class ApprovalStore(BaseStore):
     ) -> None:
         changed: dict[str, Any] = {}
         current_digest = self.digest(approval)
-        if expected_digest is not None and expected_digest != current_digest:
+        # The stored digest is the call as it was asked; an approval asked before RFC 8785
+        # digests stored the older spelling's, which a runtime may still hold.
+        if expected_digest is not None and expected_digest not in (
+            current_digest,
+            approval.call_digest,
+        ):
             changed["call_digest"] = {"expected": expected_digest, "current": current_digest}
         if expected_run_version is not None and expected_run_version != run.version:
             changed["run_version"] = {"expected": expected_run_version, "current": run.version}
