@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET
 
 from audit_app.actor import Actor
 from stateroom.htmx import render_page, wants_fragment
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 from .store import ApprovalStore
 
@@ -61,7 +61,7 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
             "approvals": rows[:INBOX_LIMIT],
             "truncated": len(rows) > INBOX_LIMIT,
             "q": q,
-            "can_decide": request.membership.has_role(Role.OPERATOR),
+            "can_decide": request.membership.can(Permission.DECIDE),
             "notice": notice,
             "notice_kind": notice_kind,
             "oob": wants_fragment(request),
@@ -70,7 +70,7 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def inbox(request):
     return inbox_page(request)

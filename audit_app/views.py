@@ -17,8 +17,9 @@ from django.views.decorators.http import require_GET, require_POST
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.jsonview import diff
 from stateroom.pages import keyset_slice, parse_cursor
-from tenancy_app.access import require_role
-from tenancy_app.models import Role, Tenant
+from tenancy_app.access import require_permission
+from tenancy_app.models import Tenant
+from tenancy_app.permissions import Permission
 from tenancy_app.scoping import read_in_chunks
 
 from .actor import Actor
@@ -64,7 +65,7 @@ def target_url(tenant: Tenant, target_type: str, target_id: str) -> str | None:
     return f"/t/{tenant.slug}/" + path.format(id=quote(target_id, safe=""))
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def log(request):
     form = AuditFilterForm(request.GET)
@@ -95,7 +96,7 @@ def log(request):
             "next_cursor": next_cursor,
             "query": query.urlencode(),
             "more": "cursor" in request.GET,
-            "can_verify": request.membership.has_role(Role.ADMIN),
+            "can_verify": request.membership.can(Permission.MANAGE),
         },
         # "Older events" appends rows; the filter form replaces the results.
         fragment="rows" if "cursor" in request.GET else "results",
@@ -111,7 +112,7 @@ def _changes(event: AuditEvent):
     return diff(before, after)
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.EXPORT_AUDIT)
 @require_GET
 def export(request, fmt: str):
     if fmt not in ("csv", "jsonl"):
@@ -157,7 +158,7 @@ def _csv_lines(rows: Iterator[dict]) -> Iterator[str]:
         yield buffer.getvalue()
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def verify(request):
     broken, total = AuditStore(request.tenant, Actor.from_request(request)).verify()

@@ -35,6 +35,12 @@ EXPORT_FORMATS = {
 }
 
 
+def transcript_filename(session: Session, fmt: str) -> str:
+    """`session-<public id>.<fmt>`: the id people know (not a database key), safe in a header."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", session.session_id)
+    return f"session-{safe}.{fmt}"
+
+
 def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
 

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_http_methods
 from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 from .models import EffectStatus
 from .store import EffectStore
@@ -29,7 +29,7 @@ class SettleForm(forms.Form):
     reason = forms.CharField(max_length=2000, widget=forms.Textarea)
 
 
-@require_role(Role.OPERATOR)
+@require_permission(Permission.SETTLE_EFFECTS)
 @require_http_methods(["GET", "POST"])
 def settle(request, effect_id: str):
     """GET: the effect and a form (outcome + reason). POST: `EffectStore.settle`, audited there."""

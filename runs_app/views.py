@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET
 from audit_app.actor import Actor
 from stateroom.htmx import render_page
 from stateroom.pages import keyset_page
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 from .models import RunStatus
 from .store import RunStateStore
@@ -29,7 +29,7 @@ class RunFilterForm(forms.Form):
         }
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def run_list(request):
     form = RunFilterForm(request.GET)

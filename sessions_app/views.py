@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 from .deletion import ContentDeletionStore, progress
 from .models import Session
@@ -125,7 +125,7 @@ def _session_action(request, session_id: str, kind: str, perform):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.CLOSE)
 @require_http_methods(["GET", "POST"])
 def close(request, session_id: str):
     return _session_action(
@@ -136,7 +136,7 @@ def close(request, session_id: str):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.CLOSE)
 @require_http_methods(["GET", "POST"])
 def expire(request, session_id: str):
     return _session_action(
@@ -147,7 +147,7 @@ def expire(request, session_id: str):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.CLOSE)
 @require_http_methods(["GET", "POST"])
 def hold(request, session_id: str):
     """`?on=1` places the hold, `?on=0` releases it (the POST carries the same field)."""
@@ -163,7 +163,7 @@ def hold(request, session_id: str):
 # --- content deletion ---------------------------------------------------------------
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.DELETE)
 @require_http_methods(["GET", "POST"])
 def delete(request, session_id: str):
     """GET: exactly what would be deleted and what is kept. POST: start the deletion job."""
@@ -207,7 +207,7 @@ def _deletion_url(request, session_id: str, job) -> str:
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def deletion_progress(request, session_id: str, deletion_id: str):
     """The job's progress; htmx polls the fragment every 2 s and gets 286 once it has finished."""

@@ -16,8 +16,8 @@ from stateroom.errors import NotFound
 from stateroom.htmx import render_page
 from stateroom.jsonview import diff, pretty
 from stateroom.pages import keyset_page
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 from .models import TaskStatus
 from .store import TaskStateStore
@@ -31,7 +31,7 @@ def _store(request) -> TaskStateStore:
     return TaskStateStore(request.tenant, Actor.from_request(request))
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def task_list(request):
     form = TaskFilterForm(request.GET)
@@ -49,7 +49,7 @@ def task_list(request):
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def checkpoint(request, task_id: str, checkpoint_id: str):
     store = _store(request)
@@ -71,7 +71,7 @@ def checkpoint(request, task_id: str, checkpoint_id: str):
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def checkpoint_diff(request, task_id: str):
     """`?a=<checkpoint_id>&b=<checkpoint_id>`: key-path changes and a line diff of pretty JSON."""

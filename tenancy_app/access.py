@@ -1,4 +1,4 @@
-"""Console access helpers: role checks for views."""
+"""Console access helpers: the role matrix (`tenancy_app.permissions`) enforced on views."""
 
 from functools import wraps
 
@@ -7,10 +7,40 @@ from django.core.exceptions import PermissionDenied
 from stateroom.sql import columns, hot_cursor, model_from_row
 
 from .models import Membership, Role, Tenant
+from .permissions import ROLE_MATRIX, Permission
+
+
+def require_permission(permission: Permission | str):
+    """403 unless the current membership's role has `permission` in this tenant.
+
+    Another tenant's objects never get this far: the tenant comes from the
+    member's own `/t/<slug>/` and lookups are scoped to it (404).
+    """
+    permission = Permission(permission)
+    role = ROLE_MATRIX[permission]
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            membership = getattr(request, "membership", None)
+            if membership is None or not membership.can(permission):
+                raise PermissionDenied(
+                    f"This needs the {role.label.lower()} role ({permission.label.lower()})."
+                )
+            return view(request, *args, **kwargs)
+
+        wrapper.required_role = role
+        wrapper.required_permission = permission
+        return wrapper
+
+    return decorator
 
 
 def require_role(role: Role | str):
-    """403 unless the current membership has at least `role` in this tenant."""
+    """403 unless the current membership has at least `role` in this tenant.
+
+    Prefer `require_permission`: the matrix says why a role is needed.
+    """
 
     def decorator(view):
         @wraps(view)

@@ -66,6 +66,12 @@ class Membership(models.Model):
     def has_role(self, role: str) -> bool:
         return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
 
+    def can(self, permission: str) -> bool:
+        """Whether this member's role has `permission` (tenancy_app.permissions.ROLE_MATRIX)."""
+        from .permissions import role_has  # the matrix builds on this module's roles
+
+        return role_has(self.role, permission)
+
 
 class TokenRole(models.TextChoices):
     RUNTIME = "runtime", "Runtime"

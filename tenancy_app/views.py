@@ -15,9 +15,10 @@ from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
 
-from .access import memberships_of, require_role
+from .access import memberships_of, require_permission
 from .forms import FourEyesForm, LegalHoldForm, MemberForm
 from .models import Role, TokenRole
+from .permissions import Permission
 from .store import TenancyStore
 
 
@@ -36,7 +37,7 @@ def home(request):
     return redirect("tenant-home", tenant_slug=memberships[0].tenant.slug)
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_http_methods(["GET", "POST"])
 def settings_tokens(request):
     store = TenancyStore(request.tenant, Actor.from_request(request))
@@ -66,7 +67,7 @@ def settings_tokens(request):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def revoke_token(request, token_id: int):
     store = TenancyStore(request.tenant, Actor.from_request(request))
@@ -105,13 +106,13 @@ def _overview(request, *, hold_form=None, status=200):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_GET
 def settings_overview(request):
     return _overview(request)
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def set_legal_hold(request):
     form = LegalHoldForm(request.POST)
@@ -132,7 +133,7 @@ def set_legal_hold(request):
     return _back(request, "tenancy:settings")
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def set_four_eyes(request):
     form = FourEyesForm(request.POST)
@@ -150,7 +151,7 @@ def set_four_eyes(request):
     return _back(request, "tenancy:settings")
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def set_require_2fa(request):
     form = FourEyesForm(request.POST)  # the same on/off choice
@@ -184,7 +185,7 @@ def _members_page(request, *, form=None, status=200):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_http_methods(["GET", "POST"])
 def settings_members(request):
     """GET lists the members; POST adds a user or changes a member's role."""
@@ -207,7 +208,7 @@ def settings_members(request):
     return _back(request, "tenancy:members")
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def remove_member(request, user_id: int):
     try:
@@ -221,7 +222,7 @@ def remove_member(request, user_id: int):
     return _back(request, "tenancy:members")
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_POST
 def unlock_member(request, user_id: int):
     """Lift a member's login lockout (too many wrong passwords)."""

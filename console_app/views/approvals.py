@@ -18,8 +18,8 @@ from sessions_app.store import SessionStore
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.jsonview import diff, highlight_json, pretty
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 CONVERSATION_ITEMS = 10
 RUN_EVENTS = 20
@@ -79,7 +79,7 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "items": items,
         "events": events,
         "effects": effects,
-        "can_decide": pending and request.membership.has_role(Role.OPERATOR),
+        "can_decide": pending and request.membership.can(Permission.DECIDE),
         "form": form,
         "focus": request.GET.get("decide", ""),
         "reason_required": approval.risk in ("high", "critical"),
@@ -90,14 +90,14 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def detail(request, approval_id: str):
     return _detail(request, _get(_store(request), approval_id))
 
 
 # --- decide --------------------------------------------------------------------
-@require_role(Role.OPERATOR)
+@require_permission(Permission.DECIDE)
 @require_POST
 def decide(request, approval_id: str):
     store = _store(request)

@@ -14,8 +14,8 @@ from runs_app.store import RunStateStore
 from stateroom.errors import NotFound
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.pages import parse_cursor
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 HISTORY_PAGE = 50
 EVENTS_PAGE = 50
@@ -32,7 +32,7 @@ def _deadline(run: Run) -> dict | None:
     return {"percent": percent, "overdue": end > run.deadline_at}
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def run_detail(request, run_id: str):
     """The run inspector. `?before_version=` and `?events_after=` page the history and the events."""
@@ -75,6 +75,6 @@ def run_detail(request, run_id: str):
             "effects": sorted(
                 (effect for group in preview.values() for effect in group), key=lambda e: e.id
             ),
-            "can_settle": request.membership.has_role(Role.OPERATOR),
+            "can_settle": request.membership.can(Permission.SETTLE_EFFECTS),
         }
     return render_page(request, "runs/detail.html", context, fragment=fragment)

@@ -25,10 +25,10 @@ from sessions_app.views import ReasonForm, job_progress
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.pages import keyset_page, parse_cursor
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
-from ..export import EXPORT_FORMATS, transcript
+from ..export import EXPORT_FORMATS, transcript, transcript_filename
 from ..timeline import SessionTimeline
 
 BULK_LIMIT = 5000
@@ -101,7 +101,7 @@ def _filtered(request, data) -> tuple[SessionFilterForm, QuerySet[Session] | Non
 # --- reading ----------------------------------------------------------------
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def session_list(request):
     form, sessions = _filtered(request, request.GET)
@@ -116,13 +116,13 @@ def session_list(request):
             "form": form,
             "page": page,
             "query": query.urlencode(),
-            "can_admin": request.membership.has_role(Role.ADMIN),
+            "can_admin": request.membership.can(Permission.CLOSE),
         },
         fragment="results",
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def session_detail(request, session_id: str):
     store = _store(request)
@@ -144,14 +144,14 @@ def session_detail(request, session_id: str):
             "page": SessionTimeline(request.tenant, store).page(session, before_seq=before_seq),
             "deletion": latest,
             "progress": job_progress(latest) if latest is not None else None,
-            "can_admin": request.membership.has_role(Role.ADMIN),
+            "can_admin": request.membership.can(Permission.CLOSE),
             "tenant_hold": request.tenant.legal_hold,
         },
         fragment="timeline",
     )
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def session_items(request, session_id: str):
     """The next older page of the timeline, as list entries to swap in for "Load older"."""
@@ -172,7 +172,7 @@ def session_items(request, session_id: str):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.EXPORT_TRANSCRIPTS)
 @require_GET
 def export(request, session_id: str, fmt: str):
     if fmt not in EXPORT_FORMATS:
@@ -181,14 +181,14 @@ def export(request, session_id: str, fmt: str):
     session = _get_session(store, session_id)
     content_type, body = EXPORT_FORMATS[fmt], transcript(request.tenant, store.actor, session, fmt)
     response = StreamingHttpResponse(body, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="session-{session.pk}.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="{transcript_filename(session, fmt)}"'
     return response
 
 
 # --- bulk actions on the list ---------------------------------------------------------
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.CLOSE)
 @require_http_methods(["GET", "POST"])
 def bulk(request):
     """Close or expire every live session matching the list's filter, after confirming the count.

@@ -8,9 +8,9 @@ from django.views.decorators.http import require_http_methods
 from audit_app.actor import Actor
 from sessions_app import retention
 from stateroom.htmx import redirect_after_post
-from tenancy_app.access import require_role
+from tenancy_app.access import require_permission
 from tenancy_app.forms import RetentionForm
-from tenancy_app.models import Role
+from tenancy_app.permissions import Permission
 from tenancy_app.store import TenancyStore
 
 RETENTION_CLASS_LABELS = {
@@ -49,7 +49,7 @@ def _retention_page(request, *, form=None, status=200):
     )
 
 
-@require_role(Role.ADMIN)
+@require_permission(Permission.MANAGE)
 @require_http_methods(["GET", "POST"])
 def settings_retention(request):
     """The tenant's retention policy, and what it would delete now (a dry run of the job)."""

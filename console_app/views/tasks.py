@@ -14,14 +14,14 @@ from stateroom.errors import NotFound
 from stateroom.htmx import render_page
 from stateroom.pages import parse_cursor
 from tasks_app.store import TaskStateStore
-from tenancy_app.access import require_role
-from tenancy_app.models import Role
+from tenancy_app.access import require_permission
+from tenancy_app.permissions import Permission
 
 CHECKPOINTS_PAGE = 50
 RELATED_PAGE = 50
 
 
-@require_role(Role.SUPPORT)
+@require_permission(Permission.READ)
 @require_GET
 def task_detail(request, task_id: str):
     """The task inspector; `?before_seq=` pages the checkpoint list (bodies are not loaded)."""

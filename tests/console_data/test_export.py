@@ -111,11 +111,23 @@ def test_export_of_deleted_content_keeps_only_the_tombstone_and_audit(
     ]
 
 
-def test_export_needs_admin(world, operator_a, support_a):
-    for user in (operator_a, support_a):
+def test_support_and_up_export_transcripts(world, operator_a, support_a, admin_a):
+    """The role matrix: auditing sessions is support's job, so support exports transcripts."""
+    for user in (support_a, operator_a, admin_a):
+        client = login(user)
+        response = client.get(f"/t/acme/sessions/{world.session_id}/export.md")
+        assert response.status_code == 200
+        assert response["Content-Disposition"] == 'attachment; filename="session-sess-1.md"'
         assert (
-            login(user).get(f"/t/acme/sessions/{world.session_id}/export.jsonl").status_code == 403
+            'data-testid="export-md"'
+            in client.get(f"/t/acme/sessions/{world.session_id}/").content.decode()
         )
+
+
+def test_transcript_filename_is_the_public_id_made_safe(make_session, admin_a):
+    make_session("we.ird:id")
+    response = login(admin_a).get("/t/acme/sessions/we.ird:id/export.jsonl")
+    assert response["Content-Disposition"] == 'attachment; filename="session-we.ird_id.jsonl"'
 
 
 def test_export_of_another_tenants_session_is_404(world, admin_b):

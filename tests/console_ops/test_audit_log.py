@@ -90,9 +90,9 @@ def test_audit_log_pages_by_keyset(support_a, record_audit, tenant_a):
     assert "<table" not in body and "audit-more" not in body  # the last page
 
 
-def test_audit_log_filter_via_htmx_returns_results_fragment(support_a, record_audit, tenant_a):
+def test_audit_log_filter_via_htmx_returns_results_fragment(admin_a, record_audit, tenant_a):
     record_audit(tenant_a, 1)
-    response = login(support_a).get(LOG, {"actor": "sweep"}, headers={"HX-Request": "true"})
+    response = login(admin_a).get(LOG, {"actor": "sweep"}, headers={"HX-Request": "true"})
     body = response.content.decode()
     assert "<html" not in body
     assert 'href="/t/acme/audit/export.csv?actor=sweep"' in body
@@ -110,12 +110,12 @@ def test_audit_log_query_count_does_not_grow_with_rows(
     assert len(response.context["events"]) == rows
 
 
-def test_audit_export_csv_is_streamed_and_filtered(support_a, record_audit, tenant_a, monkeypatch):
+def test_audit_export_csv_is_streamed_and_filtered(admin_a, record_audit, tenant_a, monkeypatch):
     # Small chunks: the export must page through the keyset, each chunk in its own scope.
     monkeypatch.setattr(audit_views, "EXPORT_CHUNK", 2)
     record_audit(tenant_a, 5, after={"status": "closed", "note": "a,b"})
     record_audit(tenant_a, 1, action="approval.approved", target_type="approval")
-    response = login(support_a).get(LOG + "export.csv", {"action": "session."})
+    response = login(admin_a).get(LOG + "export.csv", {"action": "session."})
     assert response.status_code == 200
     assert response.streaming
     assert response["Content-Type"] == "text/csv; charset=utf-8"
@@ -133,10 +133,10 @@ def test_audit_export_csv_is_streamed_and_filtered(support_a, record_audit, tena
     assert [line.split(",")[0] for line in lines[1:]] == ["1", "2", "3", "4", "5"]
 
 
-def test_audit_export_jsonl(support_a, record_audit, tenant_a, monkeypatch):
+def test_audit_export_jsonl(admin_a, record_audit, tenant_a, monkeypatch):
     monkeypatch.setattr(audit_views, "EXPORT_CHUNK", 2)
     record_audit(tenant_a, 3)
-    response = login(support_a).get(LOG + "export.jsonl", {"target_id": "s-1"})
+    response = login(admin_a).get(LOG + "export.jsonl", {"target_id": "s-1"})
     assert response["Content-Type"] == "application/x-ndjson; charset=utf-8"
     rows = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
     assert len(rows) == 1
@@ -161,17 +161,17 @@ def test_audit_export_jsonl(support_a, record_audit, tenant_a, monkeypatch):
     }
 
 
-def test_audit_export_of_nothing_is_just_the_header(support_a, tenant_a):
-    response = login(support_a).get(LOG + "export.csv")
+def test_audit_export_of_nothing_is_just_the_header(admin_a, tenant_a):
+    response = login(admin_a).get(LOG + "export.csv")
     assert (
         b"".join(response.streaming_content).decode()
         == ",".join(audit_views.EXPORT_FIELDS) + "\r\n"
     )
-    assert login(support_a).get(LOG + "export.jsonl").getvalue() == b""
+    assert login(admin_a).get(LOG + "export.jsonl").getvalue() == b""
 
 
-def test_audit_export_refuses_bad_format_and_filters(support_a, tenant_a):
-    client = login(support_a)
+def test_audit_export_refuses_bad_format_and_filters(admin_a, tenant_a):
+    client = login(admin_a)
     assert client.get(LOG + "export.xml").status_code == 400
     response = client.get(LOG + "export.csv", {"date_from": "yesterday"})
     assert response.status_code == 400
@@ -216,3 +216,16 @@ def test_reading_the_audit_log_changes_nothing(admin_a, record_audit, tenant_a):
     b"".join(client.get(LOG + "export.csv").streaming_content)
     with in_tenant(tenant_a):
         assert AuditEvent.objects.count() == 2
+
+
+def test_audit_export_is_for_admins_only(support_a, operator_a, admin_a, record_audit, tenant_a):
+    """The role matrix: the whole log names every person of the tenant (admins export it)."""
+    record_audit(tenant_a, 1)
+    for user in (support_a, operator_a):
+        client = login(user)
+        assert client.get(LOG + "export.csv").status_code == 403
+        assert client.get(LOG + "export.jsonl").status_code == 403
+        page = client.get(LOG).content.decode()
+        assert 'data-testid="export-csv"' not in page
+    assert 'data-testid="export-csv"' in login(admin_a).get(LOG).content.decode()
+    assert login(admin_a).get(LOG + "export.csv").status_code == 200
