@@ -63,12 +63,39 @@ class RunActions:
             raise refusal
         return run
 
-    def cancel(self, *, run_id: str, reason: str) -> Run:
+    def cancel(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
         """`RunStateStore.cancel` (audited `run.cancelled`), and the pending approval withdrawn."""
         with transaction.atomic():
-            run = self.runs.cancel(run_id=run_id, reason=reason)
+            run = self.runs.cancel(run_id=run_id, reason=reason, expected_version=expected_version)
             self.approvals.withdraw_for_run(run=run, reason=reason or "run cancelled")
         return run
+
+    def suspend(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
+        """`RunStateStore.suspend`; a run that waited on an approval no longer does.
+
+        A suspended run waits for a person, not for a decision: its pending
+        approval is withdrawn (audited `approval.cancelled`) in the same
+        transaction, so the inbox never offers a call whose run is paused.
+        """
+        with transaction.atomic():
+            run = self.runs.suspend(run_id=run_id, reason=reason, expected_version=expected_version)
+            self.approvals.withdraw_for_run(run=run, reason=reason or "run suspended")
+        return run
+
+    def resume(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
+        """`RunStateStore.resume`: the run goes back to its runtime (README "Run control")."""
+        return self.runs.resume(run_id=run_id, reason=reason, expected_version=expected_version)
+
+    CONTROLS = ("cancel", "suspend", "resume")
+
+    def control(
+        self, *, action: str, run_id: str, reason: str, expected_version: int | None = None
+    ) -> Run:
+        """One of `CONTROLS` by name (the console's forms post the name)."""
+        if action not in self.CONTROLS:
+            raise ValueError(action)
+        method = getattr(self, action)
+        return method(run_id=run_id, reason=reason, expected_version=expected_version)
 
     def fail_overdue(self, *, limit: int = 500) -> int:
         """`RunStateStore.fail_overdue`; each failed run's pending approval withdrawn. How many."""

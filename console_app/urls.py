@@ -54,7 +54,12 @@ urlpatterns = [
     ),
     path(
         "t/<slug:tenant_slug>/runs/",
-        _namespace(runs_app.urls, path("<str:run_id>/", runs.run_detail, name="detail")),
+        _namespace(
+            runs_app.urls,
+            path("bulk", runs.bulk, name="bulk"),
+            path("<str:run_id>/", runs.run_detail, name="detail"),
+            path("<str:run_id>/<str:action>", runs.control, name="control"),
+        ),
     ),
     path(
         "t/<slug:tenant_slug>/tasks/",

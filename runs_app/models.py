@@ -70,6 +70,15 @@ class Run(TenantOwned):
     last_event_seq = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The runtime token that created the run: whose webhook hears when a person
+    # cancels, suspends or resumes it (runs_app.webhooks).
+    created_by_token = models.ForeignKey(
+        "tenancy_app.RuntimeToken",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     @cached_property
     def session_public_id(self) -> str | None:

@@ -48,6 +48,7 @@ from .models import (
     RunStatus,
     RunTransition,
 )
+from .webhooks import notify_run_control
 
 # Keys `compare_and_set` accepts in `changes`.
 RUN_CHANGE_FIELDS = frozenset(
@@ -224,6 +225,9 @@ class RunStateStore(BaseStore):
                     run = Run.objects.create(
                         tenant=self.tenant,
                         run_id=run_id,
+                        created_by_token_id=(
+                            int(self.actor.id) if self.actor.kind == "token" else None
+                        ),
                         session=session,
                         task=task,
                         status=RunStatus.CREATED,
@@ -337,33 +341,128 @@ class RunStateStore(BaseStore):
         return run
 
     # --- people and the system --------------------------------------------
-    def cancel(self, *, run_id: str, reason: str) -> Run:
-        """An operator/admin stops a run whatever its version or claim (audited `run.cancelled`).
+    def cancel(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
+        """A person stops a run, whatever its claim (audited `run.cancelled`).
 
-        `RunActions.cancel` also withdraws the run's pending approval.
+        With `expected_version` (the version the person saw) it is a
+        compare-and-set: a run that moved since is 409 `version_conflict` and
+        nothing changes. The runtime that created the run hears of it by
+        webhook. `RunActions.cancel` also withdraws the run's pending approval.
         """
+        return self._by_person(
+            run_id=run_id,
+            action="run.cancelled",
+            to_status=RunStatus.CANCELLED,
+            allowed=NON_TERMINAL_STATUSES,
+            reason=reason,
+            expected_version=expected_version,
+        )
+
+    def suspend(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
+        """A person pauses a running (or waiting) run: `suspended`, audited `run.suspended`.
+
+        The runtime learns it by webhook and at its next write (409, the run
+        is suspended at a newer version): it stops at its next checkpoint.
+        `RunActions.suspend` withdraws the approval a waiting run asked for.
+        """
+        return self._by_person(
+            run_id=run_id,
+            action="run.suspended",
+            to_status=RunStatus.SUSPENDED,
+            allowed=(RunStatus.RUNNING, RunStatus.WAITING_APPROVAL),
+            reason=reason,
+            expected_version=expected_version,
+        )
+
+    def resume(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
+        """A person hands a suspended run back to its runtime: `running`, audited `run.resumed`.
+
+        The resume contract (README "Run control"): the runtime that created
+        the run gets a `run.resumed` webhook with the run; it claims the run
+        at that version (`POST /runs/{id}/claim`) and continues from
+        `last_checkpoint_id`, asking the effect ledger before repeating any
+        effect. Until a worker claims it the inspector says nobody has.
+        """
+        return self._by_person(
+            run_id=run_id,
+            action="run.resumed",
+            to_status=RunStatus.RUNNING,
+            allowed=(RunStatus.SUSPENDED,),
+            reason=reason,
+            expected_version=expected_version,
+        )
+
+    def _by_person(
+        self,
+        *,
+        run_id: str,
+        action: str,
+        to_status: str,
+        allowed: Iterable[str],
+        reason: str,
+        expected_version: int | None,
+    ) -> Run:
+        """One compare-and-set by a person (or the system), audited, the runtime told."""
         now = self.now()
+        allowed = tuple(allowed)
+        sets: dict[str, Any] = {"status": to_status, "updated_at": now}
+        if to_status in TERMINAL_RUN_STATUSES or to_status == RunStatus.SUSPENDED:
+            sets["pending_approval_id"] = ""  # a paused or ended run waits on nothing
+        conditions = [self._status_condition(allowed)]
+        if expected_version is not None:
+            conditions.append(('"version" = %s', [expected_version]))
         with transaction.atomic():
-            current = self.get(run_id)
-            if current.is_terminal:
-                raise self._terminal(current, RunStatus.CANCELLED)
             run = self._update_returning(
                 where={"run_id": run_id},
-                sets={"status": RunStatus.CANCELLED, "pending_approval_id": "", "updated_at": now},
-                conditions=[self._status_condition(NON_TERMINAL_STATUSES)],
-                transition=Transition({"status": RunStatus.CANCELLED}, None, now),
+                sets=sets,
+                conditions=conditions,
+                transition=Transition({"status": to_status}, None, now),
             )
-            if run is None:  # it ended between the read and the update
-                raise self._terminal(self.get(run_id), RunStatus.CANCELLED)
+            if run is None:
+                raise self._why_person_refused(run_id, to_status, allowed, expected_version)
             self.audit(
-                "run.cancelled",
+                action,
                 target_type="run",
                 target_id=run.run_id,
                 before={"status": run.previous_status, "version": run.version - 1},
                 after={"status": run.status, "version": run.version},
                 reason=reason,
             )
+            self._notify(run, action)
         return run
+
+    def _why_person_refused(
+        self, run_id: str, to_status: str, allowed: tuple[str, ...], expected_version: int | None
+    ) -> Exception:
+        current = self._runs().filter(run_id=run_id).first()
+        if current is None:
+            return NotFound("No such run.", details={"run_id": run_id})
+        if current.is_terminal:
+            return self._terminal(current, to_status)
+        if expected_version is not None and current.version != expected_version:
+            return Conflict(
+                "The run changed since you read it.",
+                code="version_conflict",
+                details={
+                    "current_version": current.version,
+                    "expected_version": expected_version,
+                    "status": current.status,
+                },
+            )
+        return Conflict(
+            f"A run cannot go from {current.status} to {to_status} here.",
+            code="invalid_transition",
+            details={"from": current.status, "to": to_status, "current_version": current.version},
+        )
+
+    def _notify(self, run: Run, action: str) -> None:
+        """After commit, tell the runtime that created the run (if its token has a webhook)."""
+        if run.created_by_token_id is None:
+            return
+        tenant_id, run_id, version = self.tenant.pk, run.run_id, run.version
+        transaction.on_commit(
+            lambda: notify_run_control.delay(tenant_id, run_id, version, action), robust=True
+        )
 
     def fail_overdue(self, *, limit: int = 500) -> list[Run]:
         """Sweep: non-terminal runs past `deadline_at` -> `failed` (`deadline_exceeded`).

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from django.http import Http404
-from django.utils import timezone
-from django.views.decorators.http import require_GET
+from urllib.parse import urlencode
 
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpResponseBadRequest
+from django.template.defaultfilters import pluralize
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+
+from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
-from runs_app.models import Run
-from runs_app.store import RunStateStore
-from stateroom.errors import NotFound
-from stateroom.htmx import render_page, wants_fragment
+from runs_app.models import Run, RunStatus
+from runs_app.store import NON_TERMINAL_STATUSES, RunStateStore
+from stateroom.errors import Conflict, NotFound, StateroomError
+from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.pages import parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -76,5 +83,175 @@ def run_detail(request, run_id: str):
                 (effect for group in preview.values() for effect in group), key=lambda e: e.id
             ),
             "can_settle": request.membership.can(Permission.SETTLE_EFFECTS),
+            "controls": control_choices(run),
         }
     return render_page(request, "runs/detail.html", context, fragment=fragment)
+
+
+# --- run control: cancel, suspend, resume (one run, or every run matching a filter) -----
+
+RUN_CONTROLS = {
+    # action: (button, past tense, the statuses it applies to)
+    "cancel": ("Cancel", "Cancelled", NON_TERMINAL_STATUSES),
+    "suspend": ("Suspend", "Suspended", (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL)),
+    "resume": ("Resume", "Resumed", (RunStatus.SUSPENDED,)),
+}
+RUN_CONTROL_EXPLAINED = {
+    "cancel": (
+        "The run ends as cancelled (for good); an approval it waits on is withdrawn. "
+        "Its runtime is told by webhook and its next write is refused."
+    ),
+    "suspend": (
+        "The run pauses as suspended; an approval it waits on is withdrawn. Its runtime is "
+        "told by webhook, its next write is refused, and it stops at its next checkpoint."
+    ),
+    "resume": (
+        "The run goes back to running and its runtime is told by webhook: it claims the run "
+        "and continues from its last checkpoint, asking the effect ledger before repeating "
+        "anything (README, Run control)."
+    ),
+}
+BULK_LIMIT = 1000
+
+
+class ControlForm(forms.Form):
+    reason = forms.CharField(max_length=2000, label="Reason (recorded in the audit log)")
+    expected_version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+class BulkControlForm(forms.Form):
+    reason = forms.CharField(max_length=2000)
+    expected_count = forms.IntegerField(min_value=0)
+
+
+def _run_url(request, run_id: str) -> str:
+    return reverse("runs:detail", kwargs={"tenant_slug": request.tenant.slug, "run_id": run_id})
+
+
+def control_choices(run: Run) -> list[tuple[str, str]]:
+    """The controls that apply to the run's status: (action, button label)."""
+    return [
+        (action, label)
+        for action, (label, _, statuses) in RUN_CONTROLS.items()
+        if run.status in statuses
+    ]
+
+
+@require_permission(Permission.CONTROL_RUNS)
+@require_http_methods(["GET", "POST"])
+def control(request, run_id: str, action: str):
+    """GET: what the action does and a reason form (a panel for htmx). POST: do it, through
+    the run store's compare-and-set at the version the person saw."""
+    if action not in RUN_CONTROLS:
+        raise Http404("No such run action")
+    actions = RunActions(request.tenant, Actor.from_request(request))
+    try:
+        run = actions.runs.get(run_id)
+    except NotFound as exc:
+        raise Http404("No such run") from exc
+    form = ControlForm(
+        request.POST if request.method == "POST" else None,
+        initial={"expected_version": run.version},
+    )
+    if request.method == "POST" and form.is_valid():
+        label, done, _ = RUN_CONTROLS[action]
+        try:
+            actions.control(action=action, run_id=run_id, **form.cleaned_data)
+        except Conflict as exc:
+            messages.warning(request, f"Not done: {_control_conflict(exc)}")
+        else:
+            messages.success(request, f"{done} run {run.run_id}.")
+        return redirect_after_post(request, _run_url(request, run_id))
+    label, _, statuses = RUN_CONTROLS[action]
+    return render_page(
+        request,
+        "runs/control.html",
+        {
+            "nav": "runs",
+            "run": run,
+            "action": action,
+            "label": label,
+            "explain": RUN_CONTROL_EXPLAINED[action],
+            "applies": run.status in statuses,
+            "form": form,
+        },
+        fragment="panel",
+        status=422 if form.is_bound else 200,
+    )
+
+
+def _control_conflict(exc: Conflict) -> str:
+    details = exc.details or {}
+    if exc.code == "version_conflict":
+        return (
+            f"the run moved from version {details.get('expected_version')} to "
+            f"{details.get('current_version')} ({details.get('status')}) since the page was "
+            "shown. Look again."
+        )
+    if exc.code == "invalid_transition":
+        return f"the run is {details.get('from')} now; that does not apply."
+    return exc.message
+
+
+@require_permission(Permission.CONTROL_RUNS)
+@require_http_methods(["GET", "POST"])
+def bulk(request):
+    """Cancel, suspend or resume every run matching the list's filter, after confirming the count.
+
+    The POST carries the count the person saw; if the matching set changed
+    size meanwhile, nothing happens (409) and the new count is shown to confirm again.
+    """
+    from runs_app.views import RunFilterForm
+
+    data = request.POST if request.method == "POST" else request.GET
+    action = data.get("action")
+    if action not in RUN_CONTROLS:
+        return HttpResponseBadRequest("action must be one of: " + ", ".join(RUN_CONTROLS))
+    filter_form = RunFilterForm(data)
+    if not filter_form.is_valid():
+        return HttpResponseBadRequest("Invalid filter: " + filter_form.errors.as_text())
+    actions = RunActions(request.tenant, Actor.from_request(request))
+    label, done_label, statuses = RUN_CONTROLS[action]
+    matching = actions.runs.list_runs(**filter_form.store_filters()).filter(status__in=statuses)
+    count = matching.count()
+    form = BulkControlForm(request.POST if request.method == "POST" else None)
+    changed = False
+    if request.method == "POST" and form.is_valid():
+        changed = form.cleaned_data["expected_count"] != count
+        if not changed and count <= BULK_LIMIT:
+            done, skipped = 0, 0
+            reason = form.cleaned_data["reason"]
+            for run_id in list(matching.order_by("id").values_list("run_id", flat=True)):
+                try:  # one store call (one audit event, one webhook) per run
+                    actions.control(action=action, run_id=run_id, reason=reason)
+                except StateroomError:
+                    skipped += 1  # it moved on meanwhile
+                else:
+                    done += 1
+            messages.success(
+                request,
+                f"{done_label} {done} run{pluralize(done)}."
+                + (f" {skipped} had changed and were left as they are." if skipped else ""),
+            )
+            query = {k: v for k, v in filter_form.cleaned_data.items() if v}
+            url = reverse("runs:list", kwargs={"tenant_slug": request.tenant.slug})
+            return redirect_after_post(request, f"{url}?{urlencode(query)}" if query else url)
+    filters = [(k, v) for k, v in filter_form.cleaned_data.items() if v]
+    return render_page(
+        request,
+        "runs/bulk.html",
+        {
+            "nav": "runs",
+            "action": action,
+            "label": label,
+            "explain": RUN_CONTROL_EXPLAINED[action],
+            "statuses": statuses,
+            "count": count,
+            "limit": BULK_LIMIT,
+            "changed": changed,
+            "form": form,
+            "filters": filters,
+            "query": urlencode(filters),
+        },
+        status=409 if changed else (422 if form.is_bound else 200),
+    )
