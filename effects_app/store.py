@@ -12,10 +12,12 @@ effect unknown and settling it are audited.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from approvals_app.models import ApprovalRequest
 from runs_app.models import Run
@@ -118,6 +120,21 @@ class EffectStore(BaseStore):
                 raise _invalid("status", f"must be one of {EffectStatus.values}")
             queryset = queryset.filter(status=status)
         return queryset
+
+    def needing_a_person(self) -> QuerySet[ExternalEffect]:
+        """Effects a person must settle, across runs: `unknown`, or `started` and not
+        finished for longer than `STATEROOM_EFFECT_STUCK_MINUTES` (the runtime died
+        between recording and committing). Unordered; callers keyset by id.
+        """
+        cutoff = self.now() - timedelta(minutes=settings.STATEROOM_EFFECT_STUCK_MINUTES)
+        return (
+            ExternalEffect.objects.filter(tenant=self.tenant)
+            .filter(
+                Q(status=EffectStatus.UNKNOWN)
+                | Q(status=EffectStatus.STARTED, updated_at__lt=cutoff)
+            )
+            .select_related("run")
+        )
 
     def resume_preview(self, *, run_id: str) -> dict[str, list[ExternalEffect]]:
         """What a resume of this run must do with each effect it recorded.

@@ -6,5 +6,6 @@ from . import views
 
 app_name = "effects"
 urlpatterns = [
+    path("", views.queue, name="queue"),
     path("<str:effect_id>/settle", views.settle, name="settle"),
 ]

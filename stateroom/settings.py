@@ -273,6 +273,8 @@ STATEROOM_AUDIT_ANCHOR_DIR = os.environ.get("STATEROOM_AUDIT_ANCHOR_DIR") or Non
 STATEROOM_MAX_BODY_BYTES = env_int("STATEROOM_MAX_BODY_BYTES", 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = STATEROOM_MAX_BODY_BYTES
 STATEROOM_LONG_POLL_MAX_SECONDS = 30
+# An effect `started` longer than this is listed for a person to settle (effects queue).
+STATEROOM_EFFECT_STUCK_MINUTES = env_int("STATEROOM_EFFECT_STUCK_MINUTES", 10)
 STATEROOM_API_RATE = os.environ.get("STATEROOM_API_RATE") or None  # e.g. "100/second"
 # Webhook destinations that may be private anyway (CIDR networks or host names);
 # everything else must resolve to public addresses only (stateroom.egress).

@@ -5,7 +5,6 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from audit_app.actor import Actor
-from effects_app.models import EffectStatus
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
@@ -24,11 +23,15 @@ def tenant_home(request):
     sessions = by_status(SessionStore(request.tenant, actor).list_sessions())
     runs = by_status(RunStateStore(request.tenant, actor).list_runs())
     tasks = by_status(TaskStateStore(request.tenant, actor).list_tasks())
-    unknown_effects = (
-        EffectStore(request.tenant, actor).list_effects(status=EffectStatus.UNKNOWN).count()
-    )
+    # The same query as the effects queue the count links to.
+    effects_to_settle = EffectStore(request.tenant, actor).needing_a_person().count()
     return render(
         request,
         "tenancy/home.html",
-        {"sessions": sessions, "runs": runs, "tasks": tasks, "unknown_effects": unknown_effects},
+        {
+            "sessions": sessions,
+            "runs": runs,
+            "tasks": tasks,
+            "effects_to_settle": effects_to_settle,
+        },
     )

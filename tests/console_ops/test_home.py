@@ -23,7 +23,7 @@ def test_home_counts_this_tenant_only(tenant_a, tenant_b, support_a):
     assert counts(page) == {
         "approvals": 1,
         "suspended": 0,
-        "unknown-effects": 1,
+        "effects-to-settle": 1,
         "active-sessions": 1,
         "running-runs": 0,
         "active-tasks": 1,
