@@ -62,6 +62,13 @@ class ApprovalSerializer(serializers.Serializer):
     arguments = serializers.DictField()
     risk = serializers.ChoiceField(choices=Risk.choices)
     reason = serializers.CharField(help_text="Why the runtime asked")
+    summary = serializers.CharField(help_text="The runtime's one-line summary of the call")
+    key_arguments = serializers.ListField(
+        child=serializers.CharField(), help_text="The argument names the inbox shows first"
+    )
+    usual_arguments = serializers.DictField(
+        allow_null=True, help_text="The tool's usual call, if the runtime gave one"
+    )
     allowed_decisions = serializers.ListField(
         child=serializers.ChoiceField(choices=Decision.choices),
         help_text="The decisions the runtime declared it can honour",
@@ -94,6 +101,7 @@ class ApprovalSerializer(serializers.Serializer):
     first_approved_by = EmptyAsNullCharField(
         help_text="Four-eyes: the first of two approvers of a critical call"
     )
+    first_approval_reason = EmptyAsNullCharField(help_text="Four-eyes: the first approver's reason")
     expires_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
 
@@ -113,6 +121,25 @@ class ApprovalRequestIn(StrictSerializer):
         validators=[
             RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
         ],
+    )
+    summary = StrictCharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=300,
+        help_text="One line the inbox shows for the call, e.g. 'Refund $1,200 to acct-9'",
+    )
+    key_arguments = serializers.ListField(
+        child=StrictCharField(max_length=200),
+        required=False,
+        max_length=3,
+        help_text="Up to 3 argument names that matter; the inbox shows their values "
+        "(default: the first scalar arguments)",
+    )
+    usual_arguments = StrictDictField(
+        required=False,
+        allow_null=True,
+        help_text="The tool's usual call; the console marks the arguments that differ from it",
     )
     allowed_decisions = serializers.ListField(
         child=StrictChoiceField(choices=Decision.choices),

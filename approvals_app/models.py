@@ -1,4 +1,6 @@
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 
 from tenancy_app.models import TenantOwned
@@ -59,6 +61,14 @@ class ApprovalRequest(TenantOwned):
     risk = models.CharField(max_length=16, choices=Risk.choices)
     risk_rank = models.SmallIntegerField()
     reason = models.TextField(blank=True, default="")
+    # The runtime's one-line summary of the call, shown in the inbox row.
+    summary = models.CharField(max_length=300, blank=True, default="")
+    # Up to three argument keys that matter (the inbox shows them); empty: the first scalars.
+    key_arguments = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # The top-level argument keys in the order the runtime sent them (jsonb keeps no order).
+    argument_order = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # The tool's usual call, when the runtime supplies one: the page marks what differs.
+    usual_arguments = models.JSONField(null=True, blank=True)
     # What the runtime can honour; the console offers only these.
     allowed_decisions = ArrayField(
         models.CharField(max_length=16, choices=Decision.choices),
@@ -73,6 +83,7 @@ class ApprovalRequest(TenantOwned):
     first_approved_by = models.CharField(max_length=200, blank=True, default="")
     first_approved_by_id = models.CharField(max_length=64, blank=True, default="")
     first_approved_at = models.DateTimeField(null=True, blank=True)
+    first_approval_reason = models.TextField(blank=True, default="")
     decided_by = models.CharField(max_length=200, blank=True, default="")
     decided_by_id = models.CharField(max_length=64, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -90,6 +101,13 @@ class ApprovalRequest(TenantOwned):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+    )
+
+    # Full-text search over what people and runtimes wrote about the call (GIN-indexed).
+    search = models.GeneratedField(
+        expression=SearchVector("summary", "reason", "decision_reason", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
     )
 
     class Meta:
@@ -111,6 +129,9 @@ class ApprovalRequest(TenantOwned):
             ),
             models.Index(fields=["tenant", "status", "expires_at"], name="approval_expiry_idx"),
             models.Index(fields=["tenant", "run", "id"], name="approval_run_idx"),
+            # History tabs: one status (or the decided pair), newest first.
+            models.Index(fields=["tenant", "status", "id"], name="approval_status_id_idx"),
+            GinIndex(fields=["search"], name="approval_search_gin"),
         ]
 
     def __str__(self) -> str:

@@ -122,8 +122,15 @@ class ApprovalStore(BaseStore):
         approval_id: str | None = None,
         worker: str | None = None,
         allowed_decisions: list[str] | None = None,
+        summary: str = "",
+        key_arguments: list[str] | None = None,
+        usual_arguments: dict[str, Any] | None = None,
     ) -> ApprovalRequest:
         """Ask for a decision; the run moves to `waiting_approval` in the same transaction.
+
+        `summary` (one line) and `key_arguments` (up to three argument keys
+        that matter) are what the inbox row shows; `usual_arguments` is the
+        tool's usual call, against which the approval page marks what differs.
 
         `allowed_decisions` (default approve, reject) is what the runtime can
         honour: the console offers only those and `decide` refuses the others.
@@ -146,6 +153,7 @@ class ApprovalStore(BaseStore):
                 now=now,
             )
             allowed = _allowed_decisions(allowed_decisions)
+            summary, key_arguments = _presentation(summary, key_arguments, usual_arguments)
             if run.version == expected_version and not run.is_terminal and run.pending_approval_id:
                 raise Conflict(
                     "The run already waits on an approval.",
@@ -176,6 +184,10 @@ class ApprovalStore(BaseStore):
                         risk_rank=RISK_RANK[Risk(risk)],
                         reason=reason or "",
                         allowed_decisions=allowed,
+                        summary=summary,
+                        key_arguments=key_arguments,
+                        argument_order=[str(key)[:200] for key in arguments],
+                        usual_arguments=usual_arguments,
                         status=ApprovalStatus.PENDING,
                         expires_at=expires_at,
                         created_at=now,
@@ -496,8 +508,14 @@ class ApprovalStore(BaseStore):
         approval.first_approved_by = self.actor.label[:200]
         approval.first_approved_by_id = self._actor_key()[:64]
         approval.first_approved_at = self.now()
+        approval.first_approval_reason = reason or ""
         approval.save(
-            update_fields=["first_approved_by", "first_approved_by_id", "first_approved_at"]
+            update_fields=[
+                "first_approved_by",
+                "first_approved_by_id",
+                "first_approved_at",
+                "first_approval_reason",
+            ]
         )
         after: dict[str, Any] = {"status": approval.status, "first_approved_by": self.actor.label}
         if approved_arguments is not None:
@@ -638,6 +656,29 @@ def _allowed_decisions(allowed: Any) -> list[str]:
             details={"allowed_decisions": [f"a non-empty subset of {', '.join(DECISIONS)}"]},
         )
     return [d for d in DECISIONS if d in allowed]
+
+
+MAX_KEY_ARGUMENTS = 3
+
+
+def _presentation(summary: Any, key_arguments: Any, usual_arguments: Any) -> tuple[str, list[str]]:
+    """The inbox's summary and key arguments, checked; 422 when malformed."""
+    errors: dict[str, list[str]] = {}
+    summary = "" if summary is None else summary
+    if not isinstance(summary, str) or len(summary) > 300 or "\n" in summary:
+        errors["summary"] = ["one line of at most 300 characters"]
+    keys = [] if key_arguments is None else key_arguments
+    if (
+        not isinstance(keys, list | tuple)
+        or len(keys) > MAX_KEY_ARGUMENTS
+        or not all(isinstance(k, str) and 0 < len(k) <= 200 for k in keys)
+    ):
+        errors["key_arguments"] = [f"at most {MAX_KEY_ARGUMENTS} argument names"]
+    if usual_arguments is not None and not isinstance(usual_arguments, dict):
+        errors["usual_arguments"] = ["must be an object"]
+    if errors:
+        raise Unprocessable("Some fields are invalid.", details=errors)
+    return summary, list(keys)
 
 
 def _check_decision(decision: Any, approved_arguments: Any, response: Any) -> None:

@@ -320,8 +320,14 @@ class Endpoints:
         expires_at: datetime | str | None,
         approval_id: str | None,
         allowed_decisions: list[str] | None = None,
+        summary: str | None = None,
+        key_arguments: list[str] | None = None,
+        usual_arguments: dict[str, Any] | None = None,
     ) -> Call[m.Approval]:
         body = _body(
+            summary=summary,
+            key_arguments=key_arguments,
+            usual_arguments=usual_arguments,
             approval_id=approval_id,
             expected_version=expected_version,
             tool_name=tool_name,

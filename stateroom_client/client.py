@@ -303,11 +303,16 @@ class StateroomClient:
         expires_at: datetime | str | None = None,
         approval_id: str | None = None,
         allowed_decisions: list[str] | None = None,
+        summary: str | None = None,
+        key_arguments: list[str] | None = None,
+        usual_arguments: dict[str, Any] | None = None,
     ) -> m.Approval:
         """Ask a person; the run moves to `waiting_approval` (one pending approval at a time).
 
         `allowed_decisions` (approve, edit, reject, respond; default approve and
         reject) is what this runtime can honour: the console offers only those.
+        `summary` (one line), `key_arguments` (up to 3 names) and
+        `usual_arguments` (the tool's usual call) help the person see the risk.
         """
         return self._call(
             E.request_approval(
@@ -320,6 +325,9 @@ class StateroomClient:
                 expires_at=expires_at,
                 approval_id=approval_id,
                 allowed_decisions=allowed_decisions,
+                summary=summary,
+                key_arguments=key_arguments,
+                usual_arguments=usual_arguments,
             )
         )
 

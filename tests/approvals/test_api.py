@@ -67,6 +67,9 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         risk="high",
         reason="over the limit",
         expires_at="2030-01-01T00:00:00Z",
+        summary="Refund 1200 to ops",
+        key_arguments=["amount"],
+        usual_arguments={"amount": 100},
     )
     assert response.status_code == 201
     body = response.json()
@@ -80,6 +83,9 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "arguments": ARGS,
         "risk": "high",
         "reason": "over the limit",
+        "summary": "Refund 1200 to ops",
+        "key_arguments": ["amount"],
+        "usual_arguments": {"amount": 100},
         "allowed_decisions": ["approve", "reject"],
         "call_digest": reload_approval(tenant_a, "apr-1")["call_digest"],
         "run_version": 3,
@@ -90,6 +96,7 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "approved_arguments": None,
         "response": None,
         "first_approved_by": None,
+        "first_approval_reason": None,
         "expires_at": "2030-01-01T00:00:00Z",
     }
     run = api_a.get("/api/v1/runs/run-1").json()
@@ -101,6 +108,19 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
     with in_tenant(tenant_a):
         token = RuntimeToken.objects.get(tenant=tenant_a, name="worker")
     assert reload_approval(tenant_a, "apr-1")["requested_by_token_id"] == token.pk
+
+
+def test_request_presentation_fields_are_checked(api_a, tenant_a):
+    make_run(tenant_a, "running", run_id="run-1")
+    for body, field in (
+        ({"key_arguments": ["a", "b", "c", "d"]}, "key_arguments"),
+        ({"summary": "two\nlines"}, "summary"),
+        ({"usual_arguments": [1]}, "usual_arguments"),
+    ):
+        response = ask(api_a, **body)
+        assert response.status_code == 422
+        assert set(response.json()["error"]["details"]) == {field}
+    assert reload(tenant_a, "run-1")["status"] == "running"
 
 
 def test_request_refusals_change_nothing(api_a, api_b, tenant_a):
