@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from outbox_app.relay import enqueue
 from runs_app.models import Run, RunStatus
@@ -37,6 +37,7 @@ from .models import (
     Decision,
     Risk,
 )
+from .urgency import order_by_urgency
 from .webhooks import notify_decision
 
 DECISIONS = tuple(Decision.values)
@@ -91,18 +92,71 @@ class ApprovalStore(BaseStore):
             approvals = approvals.filter(run__run_id=run_id)
         return approvals
 
+    HISTORY_TABS = {
+        "pending": (ApprovalStatus.PENDING,),
+        "decided": (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED),
+        "expired": (ApprovalStatus.EXPIRED,),
+        "cancelled": (ApprovalStatus.CANCELLED,),
+    }
+
+    def history(
+        self,
+        *,
+        tab: str = "decided",
+        risk: str | None = None,
+        tool: str | None = None,
+        agent: str | None = None,
+        decider: str | None = None,
+        decision: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> QuerySet[ApprovalRequest]:
+        """Approvals of one history tab, filtered; unordered (callers keyset by id).
+
+        Dates bound when the approval got its status: asked (pending) or closed
+        (decided, expired, cancelled). `tool` is a case-insensitive prefix,
+        `decider` and `agent` exact.
+        """
+        if tab not in self.HISTORY_TABS:
+            raise Unprocessable(
+                "Unknown tab.", details={"tab": [f"one of {', '.join(self.HISTORY_TABS)}"]}
+            )
+        approvals = (
+            self._approvals()
+            .filter(status__in=self.HISTORY_TABS[tab])
+            .select_related("run")
+            .defer("search")
+        )
+        if risk:
+            approvals = approvals.filter(risk=risk)
+        if tool:
+            approvals = approvals.filter(tool_name__istartswith=tool)
+        if agent:
+            approvals = approvals.filter(run__active_agent=agent)
+        if decider:
+            approvals = approvals.filter(decided_by=decider)
+        if decision:
+            approvals = approvals.filter(decision=decision)
+        stamp = "created_at" if tab == "pending" else "decided_at"
+        if since is not None:
+            approvals = approvals.filter(**{f"{stamp}__gte": since})
+        if until is not None:
+            approvals = approvals.filter(**{f"{stamp}__lt": until})
+        return approvals
+
     def get_run(self, run_id: str) -> Run:
         """The run an approval is asked for (404 if unknown): approvals build on runs."""
         return RunStateStore(self.tenant, self.actor, clock=self.now).get(run_id)
 
     def inbox(self) -> QuerySet[ApprovalRequest]:
-        """Pending, most urgent first: risk desc, expiry soonest (none last), then oldest."""
-        return (
+        """Pending, most urgent first: time left weighted by risk (`approvals_app.urgency`)."""
+        pending = (
             self._approvals()
             .filter(status=ApprovalStatus.PENDING)
             .select_related("run", "run__session")
-            .order_by("-risk_rank", F("expires_at").asc(nulls_last=True), "id")
+            .defer("search")
         )
+        return order_by_urgency(pending, self.now())
 
     def digest(self, approval: ApprovalRequest) -> str:
         """What a console embeds to bind a decision to the call it showed."""

@@ -8,4 +8,6 @@ from . import views
 app_name = "approvals"
 urlpatterns = [
     path("", views.inbox, name="inbox"),
+    path("history/", views.history, name="history"),
+    path("history.csv", views.history_export, name="history-export"),
 ]

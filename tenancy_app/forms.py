@@ -21,6 +21,16 @@ class FourEyesForm(forms.Form):
     on = forms.TypedChoiceField(choices=ON_OFF, coerce=_on)
 
 
+class QuickApproveForm(forms.Form):
+    max_risk = forms.ChoiceField(
+        choices=[
+            ("none", "Never: every approval opens the call first"),
+            ("low", "Low risk only"),
+            ("medium", "Low and medium risk"),
+        ]
+    )
+
+
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Role.choices)

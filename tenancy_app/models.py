@@ -21,6 +21,13 @@ class Tenant(models.Model):
     legal_hold = models.BooleanField(default=False)
     # Four-eyes rule: approvals of critical risk need two different operators.
     four_eyes_critical = models.BooleanField(default=False)
+    # Quick approval: the highest risk an operator may approve from the inbox without
+    # opening the call ("none": every approval opens the full page first).
+    quick_approve_max_risk = models.CharField(
+        max_length=16,
+        choices=[("none", "none"), ("low", "low"), ("medium", "medium")],
+        default="low",
+    )
     # Serial by default: one attached run per session (DESIGN.md section 3).
     allow_concurrent_runs = models.BooleanField(default=False)
     # Operators and admins reach this tenant's console only after a TOTP second factor.

@@ -236,6 +236,30 @@ class TenancyStore(BaseStore):
             self._audit("member.unlocked", "user", user_id, after={"cleared": cleared})
         return cleared
 
+    QUICK_APPROVE_CHOICES = ("none", "low", "medium")
+
+    def set_quick_approve(self, *, max_risk: str) -> None:
+        """The highest risk approved from the inbox in one keystroke (audited)."""
+        if max_risk not in self.QUICK_APPROVE_CHOICES:
+            raise Unprocessable(
+                "Unknown quick-approve level.",
+                details={"max_risk": [f"one of {', '.join(self.QUICK_APPROVE_CHOICES)}"]},
+            )
+        with transaction.atomic():
+            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
+            before = tenant.quick_approve_max_risk
+            if before != max_risk:
+                tenant.quick_approve_max_risk = max_risk
+                tenant.save(update_fields=["quick_approve_max_risk"])
+                self._audit(
+                    "tenant.settings_changed",
+                    "tenant",
+                    tenant.slug,
+                    before={"quick_approve_max_risk": before},
+                    after={"quick_approve_max_risk": max_risk},
+                )
+        self.tenant.quick_approve_max_risk = max_risk
+
     def retention(self) -> RetentionPolicy:
         return RetentionPolicy.objects.filter(tenant=self.tenant).first() or RetentionPolicy(
             tenant=self.tenant

@@ -16,7 +16,7 @@ from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
 
 from .access import memberships_of, require_permission
-from .forms import FourEyesForm, LegalHoldForm, MemberForm
+from .forms import FourEyesForm, LegalHoldForm, MemberForm, QuickApproveForm
 from .models import Role, TokenRole
 from .permissions import Permission
 from .store import TenancyStore
@@ -166,6 +166,20 @@ def set_require_2fa(request):
         )
     else:
         messages.error(request, "Choose on or off.")
+    return _back(request, "tenancy:settings")
+
+
+@require_permission(Permission.MANAGE)
+@require_POST
+def set_quick_approve(request):
+    form = QuickApproveForm(request.POST)
+    if form.is_valid():
+        _store(request).set_quick_approve(max_risk=form.cleaned_data["max_risk"])
+        messages.success(
+            request, f"Quick approval from the inbox: {form.cleaned_data['max_risk']}."
+        )
+    else:
+        messages.error(request, "Choose none, low or medium.")
     return _back(request, "tenancy:settings")
 
 

@@ -9,8 +9,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals_app.forms import DecisionForm
 from approvals_app.models import ApprovalRequest, ApprovalStatus
+from approvals_app.presentation import argument_tree
 from approvals_app.store import ApprovalStore
-from approvals_app.views import inbox_page
+from approvals_app.views import inbox_page, quick_approvable
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
@@ -71,6 +72,7 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "run": run,
         "session": session,
         "pending": pending,
+        "arguments_tree": argument_tree(approval),
         "arguments_html": highlight_json(approval.arguments),
         "arguments_text": pretty(approval.arguments),
         "edited_html": highlight_json(edited) if edited is not None else "",
@@ -80,6 +82,9 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "events": events,
         "effects": effects,
         "can_decide": pending and request.membership.can(Permission.DECIDE),
+        # Four-eyes: the first approver may still reject, not approve again.
+        "first_approver_is_me": bool(approval.first_approved_by_id)
+        and approval.first_approved_by_id == f"{actor.kind}:{actor.id}",
         "form": form,
         "focus": request.GET.get("decide", ""),
         "reason_required": approval.risk in ("high", "critical"),
@@ -106,6 +111,16 @@ def decide(request, approval_id: str):
     from_inbox = request.POST.get("source") == "inbox"
     if not form.is_valid():
         return _refused_form(request, approval, form, from_inbox)
+    if from_inbox and not quick_approvable(request.tenant, approval):
+        # Above what the tenant lets be approved without opening the call.
+        return _after(
+            request,
+            approval,
+            f"Not decided: {approval.risk} risk is not approved from the inbox here; "
+            "open the call and decide there.",
+            "warning",
+            False,
+        )
     data = form.cleaned_data
     try:
         decided = store.decide(

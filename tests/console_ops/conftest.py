@@ -67,8 +67,12 @@ def make_pending(
     effects: int = 1,
     approval_id: str | None = None,
     allowed_decisions: list[str] | None = None,
+    **extra,
 ):
-    """A run (in a session) that did some work and now waits for an approval."""
+    """A run (in a session) that did some work and now waits for an approval.
+
+    `extra` goes to `ApprovalStore.request` (summary, key_arguments, usual_arguments).
+    """
     from approvals_app.store import ApprovalStore
     from effects_app.store import EffectStore
     from runs_app.store import RunStateStore
@@ -121,4 +125,5 @@ def make_pending(
             expires_at=expires_at,
             approval_id=approval_id,
             allowed_decisions=allowed_decisions,
+            **extra,
         )

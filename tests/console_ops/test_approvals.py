@@ -74,7 +74,9 @@ def test_inbox_lists_pending_most_urgent_first(operator_a, tenant_a):
         )
     response = login(operator_a).get(INBOX)
     assert response.status_code == 200
-    assert inbox_ids(response) == ["crit-1", "high-soon", "high-late", "low-1"]
+    # Time left over the risk's weight: high-soon 5 min / 4, crit-1 24 h / 8, high-late
+    # 24 h / 4, low-1 24 h / 1 (no expiry counts as 24 h).
+    assert inbox_ids(response) == ["high-soon", "crit-1", "high-late", "low-1"]
     page = response.content.decode()
     assert "<title>(4) Approvals · Acme</title>" in page
     assert (
@@ -119,7 +121,7 @@ def test_inbox_empty_state_says_what_happens_next(support_a, tenant_a):
     page = login(support_a).get(INBOX).content.decode()
     assert "No approvals waiting" in page
     assert "<title>Approvals · Acme</title>" in page
-    assert 'href="/t/acme/audit/?action=approval."' in page
+    assert 'href="/t/acme/approvals/history/?tab=decided"' in page
 
 
 def test_inbox_for_support_has_no_action_buttons(support_a, tenant_a):
@@ -427,7 +429,11 @@ def test_four_eyes_needs_a_second_operator(operator_a, admin_a, tenant_a):
     ]
     page = otto.get(detail_url("a-1")).content.decode()
     assert "First approval by <strong>otto</strong>" in page
-    assert "Approve (second approval)" in page
+    # The first approver is not offered a second approval; they may still reject.
+    assert 'id="approve-form"' not in page and 'id="reject-form"' in page
+    assert "You gave it: a second, different operator must approve." in page
+    ada_page = login(admin_a).get(detail_url("a-1")).content.decode()
+    assert "Approve (second approval)" in ada_page
     response = otto.post(decide_url("a-1"), data)
     assert messages_of(response) == [
         "Not recorded: you gave the first approval; "
@@ -446,6 +452,9 @@ def test_four_eyes_needs_a_second_operator(operator_a, admin_a, tenant_a):
         ("approval.first_approval", "otto", "looks right"),
         ("approval.approved", "ada", "second look"),
     ]
+    final = otto.get(detail_url("a-1")).content.decode()
+    assert 'data-testid="decision-reason">second look</blockquote>' in final
+    assert 'data-testid="first-approval-reason">looks right</blockquote>' in final
 
 
 def test_expired_approval_cannot_be_decided(operator_a, tenant_a):

@@ -1,0 +1,126 @@
+"""How an approval's call is shown to people: its key arguments, and its arguments as a tree.
+
+Arguments are agent-written: every value goes through `format_html`/`escape`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+from .models import ApprovalRequest
+
+KEY_VALUE_CHARS = 60
+FOLD_CHARS = 160
+FOLD_ITEMS = 8
+_MISSING = object()
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _short(value: Any, limit: int) -> str:
+    text = " ".join(_text(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def ordered_keys(approval: ApprovalRequest) -> list[str]:
+    """Top-level argument keys in the order the runtime sent them (jsonb keeps none)."""
+    arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
+    order = [k for k in approval.argument_order if k in arguments]
+    return order + [k for k in arguments if k not in order]
+
+
+def key_values(approval: ApprovalRequest, count: int = 3) -> list[tuple[str, str]]:
+    """The arguments that matter, as (name, short value): the runtime's `key_arguments`,
+    else the first scalar arguments in the runtime's order."""
+    arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
+    if approval.key_arguments:
+        names = [k for k in approval.key_arguments if k in arguments]
+    else:
+        names = [k for k in ordered_keys(approval) if not isinstance(arguments[k], dict | list)]
+    return [(name, _short(arguments[name], KEY_VALUE_CHARS)) for name in names[:count]]
+
+
+def argument_tree(approval: ApprovalRequest) -> SafeString:
+    """The arguments as a wrapped key/value tree in the runtime's order; long values folded;
+    each top-level value that differs from the tool's usual call marked."""
+    arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
+    usual = approval.usual_arguments if isinstance(approval.usual_arguments, dict) else None
+    rows = []
+    for key in ordered_keys(approval):
+        hint = mark_safe("")
+        if usual is not None:
+            before = usual.get(key, _MISSING)
+            if before is _MISSING:
+                hint = mark_safe(
+                    ' <span class="badge changed" data-testid="usual-hint">not in the usual call</span>'
+                )
+            elif before != arguments[key]:
+                hint = format_html(
+                    ' <span class="badge changed" data-testid="usual-hint">usual: {}</span>',
+                    _short(before, KEY_VALUE_CHARS),
+                )
+        rows.append(
+            format_html('<dt class="mono">{}</dt><dd>{}{}</dd>', key, _value(arguments[key]), hint)
+        )
+    if usual is not None:
+        for key in usual:
+            if key not in arguments:
+                rows.append(
+                    format_html(
+                        '<dt class="mono">{}</dt><dd><span class="muted">absent</span> '
+                        '<span class="badge changed" data-testid="usual-hint">usual: {}</span></dd>',
+                        key,
+                        _short(usual[key], KEY_VALUE_CHARS),
+                    )
+                )
+    if not rows:
+        return mark_safe('<p class="muted">No arguments.</p>')
+    return format_html(
+        '<dl class="argtree" data-testid="argument-tree">{}</dl>', mark_safe("".join(rows))
+    )
+
+
+def _value(value: Any) -> SafeString:
+    if isinstance(value, dict):
+        if not value:
+            return mark_safe('<span class="mono">{}</span>')
+        inner = format_html_join(
+            "", '<dt class="mono">{}</dt><dd>{}</dd>', ((k, _value(v)) for k, v in value.items())
+        )
+        return _fold(format_html('<dl class="argtree">{}</dl>', inner), len(value), "keys")
+    if isinstance(value, list):
+        if not value:
+            return mark_safe('<span class="mono">[]</span>')
+        inner = format_html_join("", "<li>{}</li>", ((_value(v),) for v in value))
+        return _fold(format_html('<ol class="argtree-list">{}</ol>', inner), len(value), "items")
+    text = _text(value)
+    css = "argval" if isinstance(value, str) else "argval mono"
+    if len(text) <= FOLD_CHARS:
+        return format_html('<span class="{}">{}</span>', css, text)
+    return format_html(
+        '<details class="fold"><summary><span class="{}">{}</span> '
+        '<span class="muted small">({} characters: show all)</span></summary>'
+        '<div class="{}">{}</div></details>',
+        css,
+        text[:FOLD_CHARS] + "…",
+        len(text),
+        css,
+        text,
+    )
+
+
+def _fold(html: SafeString, size: int, what: str) -> SafeString:
+    if size <= FOLD_ITEMS:
+        return html
+    return format_html(
+        '<details class="fold"><summary class="muted">{} {} (show)</summary>{}</details>',
+        size,
+        what,
+        html,
+    )
