@@ -5,27 +5,16 @@ Arguments are agent-written: every value goes through `format_html`/`escape`.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+
+from stateroom.jsonview import json_tree as _value
+from stateroom.jsonview import short as _short
 
 from .models import ApprovalRequest
 
 KEY_VALUE_CHARS = 60
-FOLD_CHARS = 160
-FOLD_ITEMS = 8
 _MISSING = object()
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _short(value: Any, limit: int) -> str:
-    text = " ".join(_text(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def ordered_keys(approval: ApprovalRequest) -> list[str]:
@@ -83,44 +72,4 @@ def argument_tree(approval: ApprovalRequest) -> SafeString:
         return mark_safe('<p class="muted">No arguments.</p>')
     return format_html(
         '<dl class="argtree" data-testid="argument-tree">{}</dl>', mark_safe("".join(rows))
-    )
-
-
-def _value(value: Any) -> SafeString:
-    if isinstance(value, dict):
-        if not value:
-            return mark_safe('<span class="mono">{}</span>')
-        inner = format_html_join(
-            "", '<dt class="mono">{}</dt><dd>{}</dd>', ((k, _value(v)) for k, v in value.items())
-        )
-        return _fold(format_html('<dl class="argtree">{}</dl>', inner), len(value), "keys")
-    if isinstance(value, list):
-        if not value:
-            return mark_safe('<span class="mono">[]</span>')
-        inner = format_html_join("", "<li>{}</li>", ((_value(v),) for v in value))
-        return _fold(format_html('<ol class="argtree-list">{}</ol>', inner), len(value), "items")
-    text = _text(value)
-    css = "argval" if isinstance(value, str) else "argval mono"
-    if len(text) <= FOLD_CHARS:
-        return format_html('<span class="{}">{}</span>', css, text)
-    return format_html(
-        '<details class="fold"><summary><span class="{}">{}</span> '
-        '<span class="muted small">({} characters: show all)</span></summary>'
-        '<div class="{}">{}</div></details>',
-        css,
-        text[:FOLD_CHARS] + "…",
-        len(text),
-        css,
-        text,
-    )
-
-
-def _fold(html: SafeString, size: int, what: str) -> SafeString:
-    if size <= FOLD_ITEMS:
-        return html
-    return format_html(
-        '<details class="fold"><summary class="muted">{} {} (show)</summary>{}</details>',
-        size,
-        what,
-        html,
     )

@@ -26,7 +26,7 @@ from sessions_app.store import SessionStore, StoredItem
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant, read_in_chunks
 
-from .timeline import item_text
+from .chat import as_chat, chat_text
 
 CHUNK = 500
 EXPORT_FORMATS = {
@@ -160,7 +160,7 @@ def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     for row in rows:
         if row["type"] == "item":
             in_items = True
-            text = item_text(row["payload"])
+            text = chat_text(as_chat(row["role"], row["item_type"], row["payload"]))
             lang = "text" if text else "json"
             body = text or json.dumps(
                 row["payload"], indent=2, sort_keys=True, ensure_ascii=False, default=str

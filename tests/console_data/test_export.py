@@ -61,9 +61,9 @@ def test_markdown_export_fences_agent_text(make_session, tenant_a, admin_a):
                     "payload": {"text": "```\n# not a heading\n```"},
                 },
                 {
-                    "role": "tool",
+                    "role": "assistant",
                     "item_type": "call",
-                    "payload": {"name": "lookup", "args": {"n": 1}},
+                    "payload": {"name": "lookup", "args": {"n": 1}},  # no known shape: JSON
                 },
             ],
         )
