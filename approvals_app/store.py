@@ -17,8 +17,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField, Value
+from django.db.models.functions import Concat
 
 from outbox_app.relay import enqueue
 from runs_app.models import Run, RunStatus
@@ -143,6 +145,51 @@ class ApprovalStore(BaseStore):
         if until is not None:
             approvals = approvals.filter(**{f"{stamp}__lt": until})
         return approvals
+
+    def search(
+        self, *, query: str, before_id: int | None = None, limit: int = 20
+    ) -> tuple[list[ApprovalRequest], bool]:
+        """Approvals whose summary or reasons match `query` (web-search syntax), newest first,
+        keyset-paged on id; each with `snippet` (matches between ⟦ and ⟧, unescaped)."""
+        if not query.strip():
+            return [], False
+        tsquery = SearchQuery(query, config="english", search_type="websearch")
+        found = self._approvals().filter(search=tsquery)
+        if before_id is not None:
+            found = found.filter(id__lt=before_id)
+        ids = list(found.order_by("-id").values_list("id", flat=True)[: limit + 1])
+        more, ids = len(ids) > limit, ids[:limit]
+        if not ids:
+            return [], False
+        text = Concat(
+            "summary",
+            Value(" · "),
+            "reason",
+            Value(" · "),
+            "decision_reason",
+            output_field=TextField(),
+        )
+        rows = (
+            self._approvals()
+            .filter(id__in=ids)
+            .select_related("run")
+            .defer("search")
+            .annotate(
+                snippet=SearchHeadline(
+                    text,
+                    tsquery,
+                    config="english",
+                    start_sel="\u27e6",
+                    stop_sel="\u27e7",
+                    max_words=24,
+                    min_words=8,
+                    max_fragments=2,
+                    fragment_delimiter=" … ",
+                )
+            )
+            .order_by("-id")
+        )
+        return list(rows), more
 
     def get_run(self, run_id: str) -> Run:
         """The run an approval is asked for (404 if unknown): approvals build on runs."""

@@ -52,6 +52,20 @@ def pages(cat: Catalogue) -> list[Page]:
             f"{base}/audit/?action=approval.approved",
             "approval.approved",
         ),
+        # Full-text search over every item of the tenant: a word in every item (the
+        # newest 20 of ~all), and a phrase said in a few items only.
+        Page("search, a word every item says (turn)", f"{base}/search/?q=turn", "<mark>"),
+        Page(
+            'search, a rare phrase ("turn 500")',
+            f"{base}/search/?q=%22turn+500%22",
+            "#500<",
+        ),
+        Page("effects queue", f"{base}/effects/", "Effects to settle"),
+        Page(
+            "approval history, decided",
+            f"{base}/approvals/history/?tab=decided",
+            "history-row",
+        ),
     ]
 
 

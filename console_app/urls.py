@@ -17,7 +17,7 @@ import tenancy_app.urls
 from tenancy_app import login as tenancy_login
 from tenancy_app import views as tenancy_views
 
-from .views import approvals, home, runs, sessions, settings, tasks
+from .views import approvals, home, runs, search, sessions, settings, tasks
 
 
 def _namespace(app_urls, *console_pages):
@@ -33,6 +33,7 @@ urlpatterns = [
     path("2fa/setup/", tenancy_login.two_factor_setup, name="two-factor-setup"),
     path("", tenancy_views.home, name="home"),
     path("t/<slug:tenant_slug>/", home.tenant_home, name="tenant-home"),
+    path("t/<slug:tenant_slug>/search/", search.search, name="search"),
     path(
         "t/<slug:tenant_slug>/approvals/",
         _namespace(

@@ -1,4 +1,8 @@
+from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models import F, Func
+from django.db.models.functions import Upper
 
 from tenancy_app.models import TenantOwned
 
@@ -48,6 +52,12 @@ class Session(TenantOwned):
             models.Index(fields=["tenant", "user_id", "id"], name="session_user_idx"),
             models.Index(fields=["tenant", "status", "id"], name="session_status_id_idx"),
             models.Index(fields=["tenant", "ended_at"], name="session_ended_idx"),
+            # User search: a case-insensitive prefix (`user_id__istartswith`).
+            models.Index(
+                F("tenant"),
+                OpClass(Upper("user_id"), name="varchar_pattern_ops"),
+                name="session_user_prefix_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -98,6 +108,13 @@ class SessionItem(TenantOwned):
     payload = models.JSONField(default=dict)
     run_id = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField()
+    # Full-text search over the payload's strings (the first 100,000 characters), computed by
+    # PostgreSQL (migration 0004's stateroom_item_search); it goes when the row goes.
+    search = models.GeneratedField(
+        expression=Func(F("payload"), function="stateroom_item_search"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     class Meta:
         constraints = [
@@ -105,6 +122,7 @@ class SessionItem(TenantOwned):
                 fields=["tenant", "session", "seq"], name="item_session_seq_uniq"
             ),
         ]
+        indexes = [GinIndex(fields=["search"], name="item_search_gin")]
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq}"

@@ -190,11 +190,12 @@ def db_value(field: Any, value: Any, *, is_json: bool | None = None):
 
 @cache
 def _insert_fields(model: type[Model]) -> list[tuple[Any, bool]]:
-    """(field, is JSON) of every column but the key; a JSON value is always prepared."""
+    """(field, is JSON) of every column but the key and generated ones (PostgreSQL computes
+    those); a JSON value is always prepared."""
     return [
         (field, isinstance(field, JSONField))
         for field in model._meta.concrete_fields
-        if not field.primary_key
+        if not field.primary_key and not getattr(field, "generated", False)
     ]
 
 

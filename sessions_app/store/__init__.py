@@ -26,7 +26,7 @@ from ..models import TERMINAL_SESSION_STATUSES
 from .appends import AppendResult, SessionAppends
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SESSION_TRANSITIONS, SessionRefusal
 from .lifecycle import SessionLifecycle
-from .reads import SessionReads, StoredItem
+from .reads import HIGHLIGHT_START, HIGHLIGHT_STOP, ItemHit, SessionReads, StoredItem
 from .validation import (
     DEFAULT_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -44,6 +44,8 @@ class SessionStore(SessionReads, SessionLifecycle, SessionAppends):
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
+    "HIGHLIGHT_START",
+    "HIGHLIGHT_STOP",
     "LIVE_STATUSES",
     "MAX_IDEMPOTENCY_KEY_LENGTH",
     "MAX_ITEMS_PER_APPEND",
@@ -55,6 +57,7 @@ __all__ = [
     "SESSION_TRANSITIONS",
     "TERMINAL_SESSION_STATUSES",
     "AppendResult",
+    "ItemHit",
     "SessionRefusal",
     "SessionStore",
     "StoredItem",

@@ -35,6 +35,26 @@ class StoredItem:
     created_at: datetime
 
 
+@dataclass
+class ItemHit:
+    """A conversation item that matches a text search, with the matching words marked."""
+
+    id: int
+    session_id: str  # the session's public id
+    seq: int
+    role: str
+    item_type: str
+    created_at: datetime
+    snippet: str = ""  # text with HIGHLIGHT_START/HIGHLIGHT_STOP around matches (unescaped)
+
+
+HIGHLIGHT_START, HIGHLIGHT_STOP = "\u27e6", "\u27e7"  # ⟦ ⟧: the page escapes, then marks
+_HEADLINE_OPTIONS = (
+    f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_STOP}, MaxWords=24, MinWords=8,"
+    ' MaxFragments=2, FragmentDelimiter=" … "'
+)
+
+
 class SessionReads(SessionStoreBase):
     def get(self, session_id: str) -> Session:
         session = Session.objects.filter(tenant=self.tenant, session_id=session_id).first()
@@ -64,7 +84,8 @@ class SessionReads(SessionStoreBase):
         if status:
             queryset = queryset.filter(status=status)
         if user_id:
-            queryset = queryset.filter(user_id=user_id)
+            # A case-insensitive prefix (index session_user_prefix_idx).
+            queryset = queryset.filter(user_id__istartswith=user_id)
         if created_from is not None:
             queryset = queryset.filter(created_at__gte=created_from)
         if created_to is not None:
@@ -135,3 +156,42 @@ class SessionReads(SessionStoreBase):
             StoredItem(seq, role, item_type, loads(payload), run_id, created_at)
             for seq, role, item_type, payload, run_id, created_at in rows
         ]
+
+    def search_items(
+        self, *, query: str, before_id: int | None = None, limit: int = 20
+    ) -> tuple[list[ItemHit], bool]:
+        """Items whose text matches `query` (web-search syntax: words, "a phrase", -not, or),
+        newest first, keyset-paged on the item's id; and whether older hits follow.
+
+        Two statements: the matching ids by the GIN index (`item_search_gin`),
+        then the page's rows with their highlighted snippets (`ts_headline`
+        reads the payload again, so only for the rows shown).
+        """
+        if not query.strip():
+            return [], False
+        sql = (
+            f"SELECT i.id FROM {_ITEMS} i WHERE i.tenant_id = %s"
+            " AND i.search @@ websearch_to_tsquery('english', %s)"
+        )
+        params: list[Any] = [self.tenant.pk, query]
+        if before_id is not None:
+            sql += " AND i.id < %s"
+            params.append(before_id)
+        sql += " ORDER BY i.id DESC LIMIT %s"
+        params.append(limit + 1)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            ids = [row[0] for row in cursor.fetchall()]
+        more, ids = len(ids) > limit, ids[:limit]
+        if not ids:
+            return [], False
+        with hot_cursor() as cursor:
+            cursor.execute(
+                "SELECT i.id, s.session_id, i.seq, i.role, i.item_type, i.created_at,"
+                " ts_headline('english', stateroom_item_text(i.payload),"
+                " websearch_to_tsquery('english', %s), %s)"
+                f" FROM {_ITEMS} i JOIN {_SESSIONS} s ON s.id = i.session_id"
+                " WHERE i.tenant_id = %s AND i.id = ANY(%s) ORDER BY i.id DESC",
+                [query, _HEADLINE_OPTIONS, self.tenant.pk, ids],
+            )
+            return [ItemHit(*row) for row in cursor.fetchall()], more
