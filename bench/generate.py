@@ -128,8 +128,8 @@ def insert_select(
     params = dict(params)
     exprs = dict(exprs)
     for f in model._meta.concrete_fields:
-        if f.primary_key or f.column in exprs:
-            continue
+        if f.primary_key or f.column in exprs or getattr(f, "generated", False):
+            continue  # (PostgreSQL computes generated columns)
         if f.has_default():
             key = f"_default_{f.column}"
             params[key] = f.get_db_prep_save(f.get_default(), django_connection)

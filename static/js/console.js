@@ -68,6 +68,9 @@
   }, true);
 
   // --- Keyboard: lists that declare rows (data-hotkey-row) -----------------
+  // Roving focus: j/k move real keyboard focus between rows (the focused row has
+  // tabindex=0, the others -1), so a screen reader announces the row that a or r
+  // will act on, and Tab leaves the table from where j/k left off.
   function rows() {
     return Array.prototype.slice.call(document.querySelectorAll("[data-hotkey-row]"));
   }
@@ -76,18 +79,49 @@
     for (var i = 0; i < all.length; i++) { if (all[i].classList.contains("selected")) { return i; } }
     return -1;
   }
-  function select(index, scroll) {
+  function select(index, focus) {
     var all = rows();
     if (!all.length) { return; }
     index = Math.max(0, Math.min(all.length - 1, index));
     all.forEach(function (row, i) {
       row.classList.toggle("selected", i === index);
-      row.setAttribute("aria-selected", i === index ? "true" : "false");
+      row.setAttribute("tabindex", i === index ? "0" : "-1");
     });
-    if (scroll !== false) { all[index].scrollIntoView({ block: "nearest" }); }
+    if (focus !== false) { all[index].focus(); }
   }
+  function closePanels() {
+    // Escape closes open menus (<details data-escape-close>) and htmx panels.
+    var closed = false;
+    document.querySelectorAll("details[data-escape-close][open]").forEach(function (d) {
+      d.open = false;
+      var summary = d.querySelector("summary");
+      if (summary) { summary.focus(); }
+      closed = true;
+    });
+    document.querySelectorAll("[data-panel]").forEach(function (panel) {
+      if (panel.children.length) {
+        panel.innerHTML = "";
+        var opener = panel.opener || document.querySelector("[hx-target='#" + panel.id + "']");
+        if (opener) { opener.focus(); }
+        closed = true;
+      }
+    });
+    return closed;
+  }
+  document.addEventListener("click", function (event) {
+    // "Keep it as it is" in an htmx panel closes the panel instead of reloading.
+    var close = event.target.closest ? event.target.closest("[data-close-panel]") : null;
+    if (close && close.closest("[data-panel]")) { event.preventDefault(); closePanels(); }
+    // Remember which control opened a panel, to return focus there.
+    var opener = event.target.closest ? event.target.closest("[hx-target]") : null;
+    if (opener) {
+      var target = document.querySelector(opener.getAttribute("hx-target"));
+      if (target && target.hasAttribute("data-panel")) { target.opener = opener; }
+    }
+  });
   document.addEventListener("keydown", function (event) {
     var tag = (event.target.tagName || "").toLowerCase();
+    if (event.key === "Escape" && closePanels()) { event.preventDefault(); return; }
     if (tag === "input" || tag === "textarea" || tag === "select") {
       if (event.key === "Escape") { event.target.blur(); }
       return;
@@ -99,9 +133,10 @@
       return;
     }
     if (!rows().length) { return; }
-    if (event.key === "j") { select(current() + 1); }
-    else if (event.key === "k") { select(current() < 0 ? 0 : current() - 1); }
-    else if (event.key === "a" || event.key === "r" || event.key === "Enter") {
+    var onRow = event.target.matches && event.target.matches("[data-hotkey-row]");
+    if (event.key === "j") { event.preventDefault(); select(current() + 1); }
+    else if (event.key === "k") { event.preventDefault(); select(current() < 0 ? 0 : current() - 1); }
+    else if (event.key === "a" || event.key === "r" || (event.key === "Enter" && onRow)) {
       var row = rows()[current()];
       if (!row) { return; }
       var selector = event.key === "a" ? "[data-hotkey-approve]" : event.key === "r" ? "[data-hotkey-reject]" : "a[href]";
@@ -109,25 +144,65 @@
       if (target && !target.disabled) { event.preventDefault(); target.click(); }
     }
   });
+  document.addEventListener("focusin", function (event) {
+    // Clicking or tabbing onto a row makes it the current one.
+    var row = event.target.closest ? event.target.closest("[data-hotkey-row]") : null;
+    if (row && !row.classList.contains("selected")) {
+      var index = rows().indexOf(row);
+      if (index >= 0) { select(index, false); }
+    }
+  });
 
-  // Keep the selection across htmx refreshes (the inbox polls): same row if it
-  // is still there, else the row that took its place.
+  // Keep the selection and focus across htmx refreshes (the inbox polls): the same
+  // row if it is still there (rows have stable ids), else the row that took its place.
   var kept = null;
   document.addEventListener("htmx:beforeSwap", function () {
     var index = current();
-    kept = index < 0 ? null : { id: rows()[index].getAttribute("data-id"), index: index };
+    var active = document.activeElement;
+    kept = index < 0 ? null : {
+      id: rows()[index].getAttribute("data-id"),
+      index: index,
+      focused: !!(active && active.closest && active.closest("[data-hotkey-row]")),
+      focusId: active && active.id ? active.id : null
+    };
   });
   document.addEventListener("htmx:afterSettle", function () {
     if (kept) {
       var all = rows(), index = -1;
       for (var i = 0; i < all.length; i++) { if (all[i].getAttribute("data-id") === kept.id) { index = i; } }
       if (index < 0) { index = Math.min(kept.index, all.length - 1); }
-      if (index >= 0) { select(index, false); }
+      var refocus = kept.focused && (document.activeElement === document.body || !document.activeElement);
+      if (index >= 0) { select(index, refocus); }
+      kept = null;
     }
     // Fragments may carry the page title (the inbox shows its pending count there).
     var title = document.querySelector("[data-page-title]");
     if (title) { document.title = title.getAttribute("data-page-title"); }
+    labelScrollRegions();
     tick();
+  });
+
+  // --- Scroll regions (wide tables, JSON boxes) are focusable and named ------
+  function labelScrollRegions() {
+    document.querySelectorAll(".table-wrap:not([tabindex]), pre.json:not([tabindex]), pre.diff:not([tabindex])").forEach(function (el) {
+      el.setAttribute("tabindex", "0");
+      if (!el.getAttribute("role") && el.tagName !== "PRE") { el.setAttribute("role", "region"); }
+      if (!el.getAttribute("aria-label")) {
+        var section = el.closest("section, .card, main");
+        var heading = section ? section.querySelector("h2, h1") : null;
+        var name = heading ? heading.textContent.trim() : "";
+        el.setAttribute("aria-label", (el.tagName === "PRE" ? "JSON" : "Table") + (name ? ": " + name : ""));
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", labelScrollRegions);
+  // A panel that opens takes focus (its first field), so keyboard users land in it.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && target.hasAttribute && target.hasAttribute("data-panel")) {
+      var field = target.querySelector("textarea, input:not([type=hidden]), select, button");
+      if (field) { field.focus(); }
+    }
   });
 
   // --- Countdowns: elements with data-expires (ISO time) show the time left ---
