@@ -168,6 +168,24 @@ class RunStateStore(BaseStore):
             "started_at", "id"
         )
 
+    def node_finish_order(self, *, task_id: str) -> dict[str, datetime]:
+        """When each node of a task's runs first succeeded: {node_id: finished_at}.
+
+        A task keeps its completed nodes as a set; the runs' node executions
+        say in which order they were really done.
+        """
+        rows = (
+            NodeExecution.objects.filter(
+                tenant=self.tenant, run__task__task_id=task_id, status=NodeStatus.SUCCEEDED
+            )
+            .order_by("finished_at", "id")
+            .values_list("node_id", "finished_at")
+        )
+        order: dict[str, datetime] = {}
+        for node_id, finished_at in rows:
+            order.setdefault(node_id, finished_at)
+        return order
+
     def get_events(
         self, *, run_id: str, after: int | None = None, limit: int = 50
     ) -> list[RunEvent]:

@@ -21,6 +21,32 @@ CHECKPOINTS_PAGE = 50
 RELATED_PAGE = 50
 
 
+def _failure(task, runs) -> dict | None:
+    """Why a failed task failed: the error of its newest failed run."""
+    if task.status != "failed":
+        return None
+    for run in runs:
+        if run.status == "failed":
+            error = run.error if isinstance(run.error, dict) else {}
+            message = error.get("message") or error.get("code") or "no reason recorded"
+            return {"run_id": run.run_id, "message": str(message), "code": error.get("code", "")}
+    return {"run_id": None, "message": "no run of this task recorded a failure", "code": ""}
+
+
+def _waits_for(task, runs) -> list[dict]:
+    """What a waiting task waits for: its pending approvals, and runs that wait on a person."""
+    if task.status != "waiting":
+        return []
+    found = [{"kind": "approval", "id": a} for a in task.pending_approvals]
+    for run in runs:
+        if run.status == "waiting_approval" and run.pending_approval_id:
+            if run.pending_approval_id not in task.pending_approvals:
+                found.append({"kind": "approval", "id": run.pending_approval_id})
+        elif run.status == "suspended":
+            found.append({"kind": "resume", "id": run.run_id})
+    return found
+
+
 @require_permission(Permission.READ)
 @require_GET
 def task_detail(request, task_id: str):
@@ -45,7 +71,13 @@ def task_detail(request, task_id: str):
         .filter(run__task=task)
         .order_by("-id")[: RELATED_PAGE + 1]
     )
-    runs = RunStateStore(request.tenant, store.actor).list_runs(task_id=task_id).order_by("-id")
+    run_store = RunStateStore(request.tenant, store.actor)
+    runs = list(run_store.list_runs(task_id=task_id).order_by("-id")[: RELATED_PAGE + 1])
+    done_at = run_store.node_finish_order(task_id=task_id)
+    # In the order the runs did them (node executions); nodes no run recorded come last.
+    completed_nodes = sorted(
+        task.completed_nodes, key=lambda node: (node not in done_at, done_at.get(node), node)
+    )
     return render_page(
         request,
         "tasks/detail.html",
@@ -61,8 +93,11 @@ def task_detail(request, task_id: str):
                 else None
             ),
             "effects": list(effects),
-            "runs": list(runs[: RELATED_PAGE + 1]),
+            "runs": runs,
             "related_page": RELATED_PAGE,
+            "completed_nodes": completed_nodes,
+            "failure": _failure(task, runs),
+            "waits_for": _waits_for(task, runs),
         },
         fragment="checkpoint-rows" if "before_seq" in request.GET else None,
     )

@@ -68,7 +68,7 @@ def test_inspector_shows_objective_progress_checkpoints_and_effects(world, tenan
     assert 'data-testid="objective">Refund order 42</p>' in body
     assert "<li>no more than $50</li>" in body
     assert "2 of 3 nodes completed" in body
-    assert '<progress max="3" value="2" data-testid="nodes-bar">' in body
+    assert '<progress id="nodes-bar" max="3" value="2" data-testid="nodes-bar">' in body
     assert re.findall(r'data-testid="checkpoint-row">\s*<td>(\d+)</td>', body) == ["2", "1"]
     assert body.count('data-testid="diff-previous"') == 1
     assert f"?a={world.checkpoint_ids[0]}&amp;b={world.checkpoint_ids[1]}" in body
@@ -96,8 +96,8 @@ def test_inspector_query_count(make_task, tenant_a, support_a, rows, django_asse
                 run_id=f"r-{n}", idempotency_key=f"k-{n}", tool_name="t", request={}
             )
     client = login(support_a)
-    # The task, checkpoints (task + rows), effects, runs.
-    with django_assert_num_queries(layout_queries(client, tenant_a) + 5):
+    # The task, checkpoints (task + rows), effects, runs, the runs' node finish order.
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 6):
         body = client.get("/t/acme/tasks/t-1/").content.decode()
     assert body.count('data-testid="checkpoint-row"') == rows
     assert body.count('data-testid="task-effect"') == rows
@@ -203,3 +203,57 @@ def test_other_tenants_task_pages_are_404(world, admin_b):
     ):
         assert client.get(f"/t/globex/{path}").status_code == 404
         assert client.get(f"/t/acme/{path}").status_code == 404
+
+
+def _task_with_runs(tenant, task_id: str, *, status: str, nodes: list[str], run_error=None):
+    """A task whose run did `nodes` in that order (not alphabetical), then ended `status`."""
+    from runs_app.store import RunStateStore
+    from tasks_app.store import TaskStateStore
+
+    with in_tenant(tenant):
+        tasks, runs = TaskStateStore(tenant, RUNTIME), RunStateStore(tenant, RUNTIME)
+        tasks.create(task_id=task_id, objective="Migrate")
+        run = runs.create(run_id=f"{task_id}-run", task_id=task_id)
+        run = runs.compare_and_set(
+            run_id=run.run_id, expected_version=1, changes={"status": "running"}
+        )
+        for node in nodes:
+            runs.start_node(run_id=run.run_id, node_id=node)
+            runs.finish_node(run_id=run.run_id, node_id=node, status="succeeded")
+        if run_error is not None:
+            runs.compare_and_set(
+                run_id=run.run_id,
+                expected_version=run.version,
+                changes={"status": "failed", "error": run_error},
+            )
+        task = tasks.load(task_id)
+        tasks.save(
+            task_id=task_id, expected_version=task.version, completed_nodes=nodes, status=status
+        )
+
+
+def test_failed_task_says_why_and_lists_nodes_in_the_order_done(tenant_a, support_a):
+    _task_with_runs(
+        tenant_a,
+        "t-f",
+        status="failed",
+        nodes=["zeta", "alpha", "mid"],
+        run_error={"code": "tests_failed", "message": "3 tests failed after the patch"},
+    )
+    body = login(support_a).get("/t/acme/tasks/t-f/").content.decode()
+    assert 'data-testid="nodes-bar"' not in body  # no full bar for a failure
+    assert "<strong>Failed</strong> after 3 of 3 nodes: 3 tests failed after the patch" in body
+    nodes = body.split('data-testid="completed-nodes">', 1)[1].split("</ol>", 1)[0]
+    assert re.findall(r"<li>([^<]+)</li>", nodes) == ["zeta", "alpha", "mid"]
+
+
+def test_waiting_task_says_what_it_waits_for(tenant_a, support_a):
+    from actions_app.runs import RunActions
+    from audit_app.actor import Actor
+
+    _task_with_runs(tenant_a, "t-w", status="waiting", nodes=["a"])
+    with in_tenant(tenant_a):
+        RunActions(tenant_a, Actor.system("ops")).suspend(run_id="t-w-run", reason="pause")
+    body = login(support_a).get("/t/acme/tasks/t-w/").content.decode()
+    waits = body.split('data-testid="task-waits-for">', 1)[1].split("</div>", 1)[0]
+    assert "a person to resume run" in waits and ">t-w-run</a>" in waits
