@@ -31,10 +31,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# STATEROOM_DEMO=1: local defaults with DEBUG off (the product's own 404 and 500 pages).
 demo: $(DEMO_STAMP)
-	DEBUG=1 $(BIN)/python manage.py migrate --noinput
-	DEBUG=1 $(BIN)/python manage.py load_demo
-	DEBUG=1 $(BIN)/python manage.py run_demo --addr $(DEMO_ADDR)
+	STATEROOM_DEMO=1 $(BIN)/python manage.py migrate --noinput
+	STATEROOM_DEMO=1 $(BIN)/python manage.py load_demo
+	STATEROOM_DEMO=1 $(BIN)/python manage.py run_demo --addr $(DEMO_ADDR)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

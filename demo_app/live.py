@@ -4,9 +4,13 @@
   (through `TenancyStore`, audited), revoking the ones an earlier demo run made.
 - `start_runtime()` starts `python -m demo_app.runtime` with those tokens in its
   environment (never on its command line); it stops when the console stops.
+- `start_worker()` runs a real Celery worker on Redis (127.0.0.1:6379 unless
+  `CELERY_BROKER_URL` names another), so content deletion runs in the
+  background and its progress can be watched; when no Redis answers, jobs run
+  inline in the web process (eager) and the demo says so.
 - `start_beat()` runs the periodic sweeps of `CELERY_BEAT_SCHEDULE` (lease and
-  approval expiry, overdue runs) in a thread, since the demo runs Celery tasks
-  eagerly and has no beat process.
+  approval expiry, overdue runs) in a thread, as idempotent task calls in the
+  web process (the demo has no beat process).
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection
@@ -84,6 +90,75 @@ def start_runtime(url: str, tokens: dict[str, str], *, cap: int = 12) -> subproc
 
     atexit.register(stop)
     return process
+
+
+DEMO_BROKER = "redis://127.0.0.1:6379/0"
+
+
+def demo_broker() -> str:
+    """The broker the demo's worker uses: `CELERY_BROKER_URL` if it names Redis, else local Redis."""
+    configured = os.environ.get("CELERY_BROKER_URL", "")
+    return configured if configured.startswith("redis://") else DEMO_BROKER
+
+
+def broker_reachable(url: str, timeout: float = 1.0) -> bool:
+    """True if a Redis server answers PING at `url` (loopback or wherever it points)."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection(
+            (parts.hostname or "127.0.0.1", parts.port or 6379), timeout=timeout
+        ) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def start_worker(broker_url: str) -> subprocess.Popen:
+    """A Celery worker process on `broker_url`; this process sends its jobs there from now on.
+
+    It stops when the demo stops.
+    """
+    from stateroom.celery import app
+
+    app.conf.update(broker_url=broker_url, task_always_eager=False)
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": broker_url,
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        "STATEROOM_DEMO": "1",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "stateroom",
+            "worker",
+            "--loglevel",
+            "warning",
+            "--concurrency",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "--hostname",
+            f"demo-{os.getpid()}@%h",
+        ],
+        cwd=Path(settings.BASE_DIR),
+        env=env,
+    )
+    atexit.register(_stop, process)
+    return process
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def run_sweeps() -> None:

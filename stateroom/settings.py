@@ -43,15 +43,19 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 DEBUG = env_bool("DEBUG", False)
 TESTING = env_bool("STATEROOM_TESTING", False)
+# `make demo`: a local, plain-HTTP console with DEBUG off, so people see the product's own
+# 404 and 500 pages (never Django's debug pages); development defaults otherwise.
+DEMO = env_bool("STATEROOM_DEMO", False)
+LOCAL = DEBUG or TESTING or DEMO
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if DEBUG or TESTING:
+    if LOCAL:
         SECRET_KEY = "insecure-development-key-do-not-use-in-production-" + "x" * 20
     else:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG or TESTING else "")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if LOCAL else "")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -194,30 +198,30 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-WHITENOISE_USE_FINDERS = DEBUG or TESTING
+WHITENOISE_USE_FINDERS = LOCAL
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG or TESTING
+            if LOCAL
             else "whitenoise.storage.CompressedManifestStaticFilesStorage"
         )
     },
 }
 
 # --- Security -------------------------------------------------------------
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not (DEBUG or TESTING))
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not LOCAL)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG or TESTING else 31536000)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if LOCAL else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-SESSION_COOKIE_SECURE = not (DEBUG or TESTING)
+SESSION_COOKIE_SECURE = not LOCAL
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
-CSRF_COOKIE_SECURE = not (DEBUG or TESTING)
+CSRF_COOKIE_SECURE = not LOCAL
 CSRF_COOKIE_HTTPONLY = True  # htmx reads the token from hx-headers, not the cookie
 if SESSION_COOKIE_SECURE:
     # __Host-: the browser keeps them only if Secure, for this exact host, on path /.
@@ -320,9 +324,10 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get(
-    "CELERY_BROKER_URL", "redis://127.0.0.1:6379/0" if not DEBUG else "memory://"
+    "CELERY_BROKER_URL", "memory://" if DEBUG or DEMO else "redis://127.0.0.1:6379/0"
 )
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", DEBUG or TESTING)
+# The demo switches to a real worker on Redis when one answers (demo_app.live.start_worker).
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", LOCAL)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True  # a crashed worker's task is redelivered; tasks are idempotent
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

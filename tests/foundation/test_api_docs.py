@@ -14,6 +14,8 @@ def test_docs_page_loads_swagger_from_our_static_files_without_inline_script(cli
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in page
     assert "cdn" not in page.lower()
     assert "<script>" not in page.replace(" ", "")
+    assert "<style" not in page  # the CSP allows style-src 'self' only
+    assert "/static/css/api-docs.css" in page
     init = client.get("/api/v1/docs/?script=")
     assert init.status_code == 200
     assert b"SwaggerUIBundle" in init.content

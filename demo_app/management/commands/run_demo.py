@@ -1,9 +1,20 @@
+import signal
+import sys
+
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from demo_app.data import DEMO_PASSWORD, DEMO_ROLES, DEMO_TENANTS, demo_username
-from demo_app.live import local_url, runtime_tokens, start_beat, start_runtime
+from demo_app.live import (
+    broker_reachable,
+    demo_broker,
+    local_url,
+    runtime_tokens,
+    start_beat,
+    start_runtime,
+    start_worker,
+)
 
 
 class Command(BaseCommand):
@@ -22,14 +33,34 @@ class Command(BaseCommand):
         parser.add_argument(
             "--cap", type=int, default=12, help="Pending approvals per tenant the agents keep."
         )
+        parser.add_argument(
+            "--no-worker",
+            action="store_true",
+            help="Run background jobs inline in the web process, even if Redis answers.",
+        )
 
-    def handle(self, addr, no_runtime, cap, **options):
+    def handle(self, addr, no_runtime, cap, no_worker=False, **options):
+        # A plain `kill` stops the demo like Ctrl-C: the worker and the agents stop with it.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         self.stdout.write("\nStateroom demo")
         self.stdout.write(f"  Console: http://{addr}/")
         self.stdout.write(f"  Logins (password {DEMO_PASSWORD!r}):")
         for slug, _ in DEMO_TENANTS:
             for role in DEMO_ROLES:
                 self.stdout.write(f"    {demo_username(slug, role)}")
+        broker = demo_broker()
+        if not no_worker and broker_reachable(broker):
+            start_worker(broker)
+            self.stdout.write(
+                f"  Jobs: a Celery worker on {broker} (content deletion shows its progress)."
+            )
+        else:
+            self.stdout.write(
+                f"  Jobs: inline in the web process: no Redis answered at {broker}"
+                " (start one: redis-server --port 6379 --bind 127.0.0.1 --daemonize yes)."
+                " Everything works, but a content deletion finishes before its page shows,"
+                " so there is no progress to watch."
+            )
         tokens = {} if no_runtime else runtime_tokens()
         if not no_runtime and not tokens:
             self.stdout.write("  No demo tenants yet (run `manage.py load_demo`): no agents.")
