@@ -199,11 +199,18 @@ def apply(
     return requested
 
 
-def preview(tenant: Tenant, *, now: datetime | None = None, sample_size: int = SAMPLE_SIZE) -> dict:
+def preview(
+    tenant: Tenant,
+    *,
+    now: datetime | None = None,
+    sample_size: int = SAMPLE_SIZE,
+    policy: RetentionPolicy | None = None,
+) -> dict:
     """Dry run for the console: what the next sweeps and the next retention run would touch.
 
-    Counts and a sample of public ids; nothing is changed. The caller is
-    inside the tenant (a console view, or `in_tenant`).
+    Counts and a sample of public ids; nothing is changed. `policy` (unsaved)
+    previews values a person is still editing; otherwise the saved policy.
+    The caller is inside the tenant (a console view, or `in_tenant`).
     """
     now = now or timezone.now()
     overdue_sessions = Session.objects.filter(
@@ -226,7 +233,7 @@ def preview(tenant: Tenant, *, now: datetime | None = None, sample_size: int = S
             ),
         }
 
-    policy = policy_for(tenant)
+    policy = policy if policy is not None else policy_for(tenant)
     tenant_held = bool(
         Tenant.objects.filter(pk=tenant.pk).values_list("legal_hold", flat=True).first()
     )

@@ -10,6 +10,7 @@ from sessions_app import retention
 from stateroom.htmx import redirect_after_post
 from tenancy_app.access import require_permission
 from tenancy_app.forms import RetentionForm
+from tenancy_app.models import RetentionPolicy
 from tenancy_app.permissions import Permission
 from tenancy_app.store import TenancyStore
 
@@ -25,10 +26,10 @@ def _store(request) -> TenancyStore:
     return TenancyStore(request.tenant, Actor.from_request(request))
 
 
-def _retention_page(request, *, form=None, status=200):
+def _retention_page(request, *, form=None, status=200, unsaved=None):
     store = _store(request)
     policy = store.retention()
-    dry_run = retention.preview(request.tenant)
+    dry_run = retention.preview(request.tenant, policy=unsaved)
     due_classes = [
         {"label": RETENTION_CLASS_LABELS.get(name, name), **facts}
         for name, facts in dry_run["retention"]["classes"].items()
@@ -44,6 +45,7 @@ def _retention_page(request, *, form=None, status=200):
             "due_classes": due_classes,
             "form": form
             or RetentionForm(initial={f: getattr(policy, f) for f in RetentionForm.base_fields}),
+            "unsaved": unsaved is not None,
         },
         status=status,
     )
@@ -54,6 +56,13 @@ def _retention_page(request, *, form=None, status=200):
 def settings_retention(request):
     """The tenant's retention policy, and what it would delete now (a dry run of the job)."""
     if request.method == "GET":
+        if "dry_run" in request.GET:
+            # The form's values, not saved: what they would delete (a GET changes nothing).
+            form = RetentionForm(request.GET)
+            if not form.is_valid():
+                return _retention_page(request, form=form, status=422)
+            unsaved = RetentionPolicy(tenant=request.tenant, **form.cleaned_data)
+            return _retention_page(request, form=form, unsaved=unsaved)
         return _retention_page(request)
     form = RetentionForm(request.POST)
     if not form.is_valid():

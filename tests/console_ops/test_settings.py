@@ -385,3 +385,24 @@ def test_create_token_command_prints_the_webhook_secret_on_stderr(tenant_a):
         token = RuntimeToken.objects.get()
     assert out.getvalue().strip().startswith("sr_")
     assert err.getvalue().strip() == f"Webhook signing secret: {token.webhook_secret}"
+
+
+def test_retention_dry_run_uses_the_unsaved_values_and_saves_nothing(admin_a, tenant_a):
+    end_sessions(tenant_a, 2, days_ago=40)
+    end_sessions(tenant_a, 1, days_ago=5, prefix="recent")
+    client = login(admin_a)
+    client.post(BASE + "retention/", {"session_items_days": "30"})
+    # Edited to 3 days but not saved: the dry run shows what 3 days would delete.
+    page = client.get(BASE + "retention/", {"session_items_days": "3", "dry_run": "1"})
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert 'data-testid="unsaved">not saved</strong>' in body
+    assert re.findall(r'<tr data-testid="retention-class">(.*?)</tr>', body) == [
+        "<td>Conversation items</td><td>3 days</td><td>3</td><td>6</td>"
+    ]
+    assert 'name="session_items_days" value="3"' in body
+    assert RetentionPolicy.objects.get(tenant=tenant_a).session_items_days == 30
+    assert audit_actions(tenant_a)[-1] == ("tenant.retention_changed", "ada")  # the save only
+    assert len(audit_actions(tenant_a)) == 4  # three sessions closed, one policy change
+    bad = client.get(BASE + "retention/", {"session_items_days": "0", "dry_run": "1"})
+    assert bad.status_code == 422
