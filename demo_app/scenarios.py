@@ -224,6 +224,15 @@ def payments_refund(
         risk=risk,
         reason=f"Refund of €{amount} to {user}: duplicate charge {charge}.",
         expires_at=timezone.now() + timedelta(minutes=rng.randint(25, 240)),
+        summary=f"Refund €{amount} of charge {charge} to {user}",
+        key_arguments=["amount_eur", "customer", "charge"],
+        usual_arguments={
+            "charge": charge,
+            "amount_eur": "49.00",
+            "currency": "EUR",
+            "customer": user,
+        },
+        allowed_decisions=["approve", "edit", "respond", "reject"],
     )
     return session, run, approval
 

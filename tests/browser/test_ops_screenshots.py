@@ -10,9 +10,12 @@ from pathlib import Path
 from django.conf import settings
 from playwright.sync_api import expect
 
+from approvals_app.store import ApprovalStore
+from audit_app.actor import Actor
 from demo_app.data import DEMO_PASSWORD, demo_username, ensure_people
 from demo_app.scenarios import load_scenarios
 from tenancy_app.models import Tenant
+from tenancy_app.scoping import in_tenant
 
 SHOTS = Path(settings.BASE_DIR) / "docs" / "screenshots"
 
@@ -30,11 +33,21 @@ def test_demo_data_in_inbox_and_audit_log(page, live_server, console_login, tran
     page.goto(live_server.url + "/t/acme/approvals/")
     rows = page.locator("[data-testid=inbox-row]")
     expect(rows).to_have_count(made["approvals"])
-    expect(rows.first.locator(".badge").first).to_have_text("critical")
+    # The most urgent first: time left over the risk's weight (approvals_app.urgency).
+    tenant = Tenant.objects.get(slug="acme")
+    with in_tenant(tenant):
+        most_urgent = ApprovalStore(tenant, Actor.system("test")).inbox().first().approval_id
+    expect(rows.first).to_have_attribute("data-id", most_urgent)
+    expect(rows.first.get_by_test_id("inbox-summary")).to_contain_text("Refund €")
     expect(page).to_have_title(f"({made['approvals']}) Approvals · Acme Robotics")
     page.keyboard.press("j")
     page.keyboard.press("j")
     shoot(page, "inbox.png")
+
+    page.goto(f"{live_server.url}/t/acme/approvals/{most_urgent}/")
+    expect(page.get_by_test_id("argument-tree")).to_be_visible()
+    expect(page.get_by_test_id("usual-hint").first).to_be_visible()
+    shoot(page, "approval.png")
 
     page.goto(live_server.url + "/t/acme/audit/")
     expect(page.locator("[data-testid=audit-row]").first).to_be_visible()
