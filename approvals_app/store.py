@@ -110,6 +110,7 @@ class ApprovalStore(BaseStore):
         agent: str | None = None,
         decider: str | None = None,
         decision: str | None = None,
+        outcome: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> QuerySet[ApprovalRequest]:
@@ -139,6 +140,8 @@ class ApprovalStore(BaseStore):
             approvals = approvals.filter(decided_by=decider)
         if decision:
             approvals = approvals.filter(decision=decision)
+        if outcome:  # approved or rejected, within the decided tab
+            approvals = approvals.filter(status=outcome)
         stamp = "created_at" if tab == "pending" else "decided_at"
         if since is not None:
             approvals = approvals.filter(**{f"{stamp}__gte": since})

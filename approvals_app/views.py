@@ -15,6 +15,7 @@ from datetime import UTC, datetime, time, timedelta
 from django import forms
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -115,9 +116,24 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
     )
 
 
+# `?status=` on the inbox (which shows pending only) means a history tab.
+STATUS_TABS = {
+    "approved": "decided",
+    "rejected": "decided",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
 @require_permission(Permission.READ)
 @require_GET
 def inbox(request):
+    tab = STATUS_TABS.get(request.GET.get("status", ""))
+    if tab is not None:
+        url = _url(request, "approvals:history") + f"?tab={tab}"
+        if tab == "decided":
+            url += "&outcome=" + request.GET["status"]
+        return redirect(url)
     return inbox_page(request)
 
 
@@ -143,6 +159,7 @@ class HistoryFilterForm(forms.Form):
             "agent": data["agent"].strip() or None,
             "decider": data["decider"].strip() or None,
             "decision": data["decision"] or None,
+            "outcome": data["outcome"] or None,
             "since": _day(data["date_from"]),
             "until": _day(data["date_to"], days=1),  # inclusive "to" date
         }

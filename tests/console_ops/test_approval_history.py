@@ -130,3 +130,11 @@ def test_history_query_count(tenant_a, support_a, rows, django_assert_num_querie
     # Layout (badge count, tenant switcher) and one page of approvals with their runs.
     with django_assert_num_queries(queries(8)):
         assert len(ids(client.get(HISTORY))) == rows
+
+
+def test_inbox_status_filter_leads_to_the_history_tab(decided, support_a):
+    client = login(support_a)
+    response = client.get("/t/acme/approvals/?status=approved")
+    assert response["Location"] == "/t/acme/approvals/history/?tab=decided&outcome=approved"
+    assert ids(client.get(response["Location"])) == ["a-old", "a-high", "a-low"]
+    assert client.get("/t/acme/approvals/?status=expired")["Location"].endswith("?tab=expired")
