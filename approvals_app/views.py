@@ -147,6 +147,10 @@ class HistoryFilterForm(forms.Form):
     agent = forms.CharField(required=False, max_length=200, label="Agent")
     decider = forms.CharField(required=False, max_length=200, label="Decided by")
     decision = forms.ChoiceField(choices=[("", "Any decision"), *Decision.choices], required=False)
+    outcome = forms.ChoiceField(
+        choices=[("", "Approved or rejected"), ("approved", "Approved"), ("rejected", "Rejected")],
+        required=False,
+    )
     date_from = forms.DateField(required=False, label="From")
     date_to = forms.DateField(required=False, label="To")
 
