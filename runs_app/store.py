@@ -31,12 +31,14 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, QuerySet
 
+from outbox_app.relay import enqueue
 from sessions_app.models import Session
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
 from stateroom.sql import columns, db_value, hot_cursor, model_from_row
 from tasks_app.models import Task
 from tenancy_app.base_store import BaseStore
+from tenancy_app.models import RuntimeToken
 
 from .models import (
     RUN_TRANSITIONS,
@@ -474,13 +476,23 @@ class RunStateStore(BaseStore):
         )
 
     def _notify(self, run: Run, action: str) -> None:
-        """After commit, tell the runtime that created the run (if its token has a webhook)."""
+        """Tell the runtime that created the run (if its token has a webhook), through the
+        outbox: the job is written in this transaction and published after the commit."""
         if run.created_by_token_id is None:
             return
-        tenant_id, run_id, version = self.tenant.pk, run.run_id, run.version
-        transaction.on_commit(
-            lambda: notify_run_control.delay(tenant_id, run_id, version, action), robust=True
+        has_webhook = (
+            RuntimeToken.objects.filter(
+                pk=run.created_by_token_id, tenant=self.tenant, revoked_at__isnull=True
+            )
+            .exclude(webhook_url="")
+            .exists()
         )
+        if has_webhook:
+            enqueue(
+                tenant=self.tenant,
+                task=notify_run_control.name,
+                args=[self.tenant.pk, run.run_id, run.version, action],
+            )
 
     def fail_overdue(self, *, limit: int = 500) -> list[Run]:
         """Sweep: non-terminal runs past `deadline_at` -> `failed` (`deadline_exceeded`).

@@ -1,8 +1,9 @@
 """Tell a runtime that a person cancelled, suspended or resumed its run (signed webhook).
 
-`RunStateStore` enqueues `notify_run_control` after the change commits, when
-the run was created by a runtime token that has a `webhook_url`. Signing,
-headers and retries are `tenancy_app.webhooks`, as for approval decisions.
+`RunStateStore` enqueues `notify_run_control` through the outbox with the
+change, when the run was created by a runtime token that has a
+`webhook_url`. Signing (Standard Webhooks), the egress check and retries are
+`tenancy_app.webhooks`, as for approval decisions.
 
 Body: `{"event": "run.cancelled" | "run.suspended" | "run.resumed",
 "version": <the run's version after the change>, "run": {...as GET /api/v1/runs/{id}}}`.

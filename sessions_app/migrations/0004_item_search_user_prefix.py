@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('sessions_app', '0003_attachment_open_run_idx'),
-        ('tenancy_app', '0002_tenant_quick_approve'),
+        ('tenancy_app', '0004_tenant_quick_approve'),
     ]
 
     operations = [

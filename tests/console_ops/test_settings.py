@@ -401,7 +401,8 @@ def test_retention_dry_run_uses_the_unsaved_values_and_saves_nothing(admin_a, te
         "<td>Conversation items</td><td>3 days</td><td>3</td><td>6</td>"
     ]
     assert 'name="session_items_days" value="3"' in body
-    assert RetentionPolicy.objects.get(tenant=tenant_a).session_items_days == 30
+    with in_tenant(tenant_a):
+        assert RetentionPolicy.objects.get(tenant=tenant_a).session_items_days == 30
     assert audit_actions(tenant_a)[-1] == ("tenant.retention_changed", "ada")  # the save only
     assert len(audit_actions(tenant_a)) == 4  # three sessions closed, one policy change
     bad = client.get(BASE + "retention/", {"session_items_days": "0", "dry_run": "1"})
