@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from approvals_app.models import ApprovalRequest
 from audit_app.models import AuditEvent
+from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
 from tests.console_ops.conftest import make_pending
 
@@ -39,6 +40,8 @@ def decisions(tenant) -> list[tuple[str, str]]:
 def test_operator_approves_and_rejects_from_the_inbox_with_the_keyboard(
     page, live_server, console_login, operator_a, tenant_a
 ):
+    # This tenant lets operators approve low and medium risk from the inbox.
+    Tenant.objects.filter(pk=tenant_a.pk).update(quick_approve_max_risk="medium")
     make_pending(tenant_a, run_id="r1", session_id="s1", approval_id="apr-high", risk="high")
     make_pending(tenant_a, run_id="r2", session_id="s2", approval_id="apr-low", risk="low")
     make_pending(tenant_a, run_id="r3", session_id="s3", approval_id="apr-mid", risk="medium")

@@ -95,6 +95,7 @@ def test_new_run_in_a_session_inherits_no_transient_state_of_the_previous_run(te
         "claimed_by": "",
         "claim_until": None,
         "last_event_seq": 0,
+        "created_by_token_id": None,  # made by the test's system actor, not a runtime token
     }
 
 
