@@ -166,6 +166,10 @@ def _page(parse: Callable[[Any], T]) -> Callable[[Any, int], m.Page[T]]:
     return lambda data, status: m.Page.from_json(data, parse)
 
 
+def _raw(data: Any, status: int) -> dict[str, Any]:
+    return dict(data or {})
+
+
 def _first_effect(data: Any, status: int) -> m.Effect | None:
     page = m.Page.from_json(data, m.Effect.from_json)
     return page.results[0] if page.results else None
@@ -466,6 +470,61 @@ class Endpoints:
     def get_checkpoint(task_id: str, checkpoint_id: str) -> Call[m.Checkpoint]:
         path = f"/tasks/{_id(task_id)}/checkpoints/{_id(checkpoint_id)}"
         return Call("GET", path, _one(m.Checkpoint.from_json), retry=True)
+
+
+    # --- LangGraph threads (stateroom_client.langgraph) ---------------------
+    # Every one is safe to repeat: a put of the same checkpoint id replaces it
+    # with itself, a repeated write is kept once, deletes and copies converge.
+    @staticmethod
+    def put_graph_checkpoint(thread_id: str, *, body: dict[str, Any]) -> Call[dict[str, Any]]:
+        path = f"/tasks/{_id(thread_id)}/langgraph/checkpoints"
+        return Call("POST", path, _raw, body=body, retry=True)
+
+    @staticmethod
+    def list_graph_checkpoints(
+        thread_id: str,
+        *,
+        checkpoint_ns: str | None,
+        checkpoint_id: str | None,
+        before: str | None,
+        metadata: str | None,
+        limit: int | None,
+    ) -> Call[m.Page[dict[str, Any]]]:
+        params = {
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "before": before,
+            "metadata": metadata,
+            "limit": limit,
+        }
+        path = f"/tasks/{_id(thread_id)}/langgraph/checkpoints"
+        return Call("GET", path, _page(dict), params=params, retry=True)
+
+    @staticmethod
+    def put_graph_writes(thread_id: str, *, body: dict[str, Any]) -> Call[int]:
+        path = f"/tasks/{_id(thread_id)}/langgraph/writes"
+        return Call("POST", path, _one(lambda data: int(data["written"])), body=body, retry=True)
+
+    @staticmethod
+    def delete_graph_thread(thread_id: str) -> Call[dict[str, Any]]:
+        path = f"/tasks/{_id(thread_id)}/langgraph"
+        return Call("DELETE", path, _raw, retry=True)
+
+    @staticmethod
+    def copy_graph_thread(thread_id: str, *, target_thread_id: str) -> Call[dict[str, Any]]:
+        path = f"/tasks/{_id(thread_id)}/langgraph/copy"
+        body = {"target_thread_id": target_thread_id}
+        return Call("POST", path, _raw, body=body, retry=True)
+
+    @staticmethod
+    def prune_graph_thread(thread_id: str, *, strategy: str) -> Call[dict[str, Any]]:
+        path = f"/tasks/{_id(thread_id)}/langgraph/prune"
+        return Call("POST", path, _raw, body={"strategy": strategy}, retry=True)
+
+    @staticmethod
+    def delete_graph_runs(run_ids: list[str]) -> Call[dict[str, Any]]:
+        body = {"run_ids": run_ids}
+        return Call("POST", "/langgraph/runs/delete", _raw, body=body, retry=True)
 
 
 def next_page(call: Call[m.Page[T]], page: m.Page[T]) -> Call[m.Page[T]] | None:

@@ -481,3 +481,67 @@ class StateroomClient:
 
     def get_checkpoint(self, task_id: str, checkpoint_id: str) -> m.Checkpoint:
         return self._call(E.get_checkpoint(task_id, checkpoint_id))
+
+    # --- LangGraph threads ----------------------------------------------------
+    # What `stateroom_client.langgraph.StateroomSaver` calls; a thread is a task
+    # whose task_id is the thread id. Bodies and results are the API's JSON.
+    def put_graph_checkpoint(self, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call(E.put_graph_checkpoint(thread_id, body=body))
+
+    def list_graph_checkpoints(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        metadata: str | None = None,
+        limit: int | None = None,
+    ) -> m.Page[dict[str, Any]]:
+        """A page of checkpoints, newest first; `metadata` is a JSON object as text."""
+        return self._call(
+            E.list_graph_checkpoints(
+                thread_id,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                before=before,
+                metadata=metadata,
+                limit=limit,
+            )
+        )
+
+    def iter_graph_checkpoints(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        metadata: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[dict[str, Any]]:
+        return self._pages(
+            E.list_graph_checkpoints(
+                thread_id,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                before=before,
+                metadata=metadata,
+                limit=page_size,
+            )
+        )
+
+    def put_graph_writes(self, thread_id: str, body: dict[str, Any]) -> int:
+        return self._call(E.put_graph_writes(thread_id, body=body))
+
+    def delete_graph_thread(self, thread_id: str) -> dict[str, Any]:
+        return self._call(E.delete_graph_thread(thread_id))
+
+    def copy_graph_thread(self, thread_id: str, *, target_thread_id: str) -> dict[str, Any]:
+        return self._call(E.copy_graph_thread(thread_id, target_thread_id=target_thread_id))
+
+    def prune_graph_thread(self, thread_id: str, *, strategy: str) -> dict[str, Any]:
+        return self._call(E.prune_graph_thread(thread_id, strategy=strategy))
+
+    def delete_graph_runs(self, run_ids: list[str]) -> dict[str, Any]:
+        return self._call(E.delete_graph_runs(run_ids))

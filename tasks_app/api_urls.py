@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api
+from . import api, langgraph_api
 
 urlpatterns = [
     path("tasks", api.task_create, name="api-task-create"),
@@ -20,4 +20,15 @@ urlpatterns = [
         api.checkpoint_detail,
         name="api-checkpoint-detail",
     ),
+    # LangGraph threads (a thread is a task): tasks_app/langgraph_api.py
+    path("tasks/<str:task_id>/langgraph", langgraph_api.thread, name="api-langgraph-thread"),
+    path(
+        "tasks/<str:task_id>/langgraph/checkpoints",
+        langgraph_api.checkpoints,
+        name="api-langgraph-checkpoints",
+    ),
+    path("tasks/<str:task_id>/langgraph/writes", langgraph_api.writes, name="api-langgraph-writes"),
+    path("tasks/<str:task_id>/langgraph/copy", langgraph_api.copy, name="api-langgraph-copy"),
+    path("tasks/<str:task_id>/langgraph/prune", langgraph_api.prune, name="api-langgraph-prune"),
+    path("langgraph/runs/delete", langgraph_api.delete_runs, name="api-langgraph-delete-runs"),
 ]

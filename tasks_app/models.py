@@ -67,3 +67,101 @@ class TaskCheckpoint(TenantOwned):
 
     def __str__(self) -> str:
         return self.checkpoint_id
+
+
+# --- LangGraph threads ---------------------------------------------------------
+# A LangGraph thread is a durable task (its `task_id` is the thread id). What
+# LangGraph's checkpointer keeps lives in three tables of its own, so a
+# checkpoint's channel values are stored once per channel version however many
+# checkpoints share them (docs/architecture.md, "LangGraph threads").
+
+
+class GraphCheckpoint(TenantOwned):
+    """One LangGraph checkpoint of a thread: the checkpoint minus its channel values.
+
+    `checkpoint` holds LangGraph's `Checkpoint` without `channel_values` (v, id,
+    ts, channel_versions, versions_seen, updated_channels): the values are
+    `GraphBlob` rows named by (namespace, channel, version).
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="graph_checkpoints")
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=128)
+    parent_checkpoint_id = models.CharField(max_length=128, blank=True, default="")
+    checkpoint = models.JSONField()
+    metadata = models.JSONField(default=dict)
+    # LangGraph's run id (metadata.run_id), kept apart for delete_for_runs.
+    run_id = models.CharField(max_length=128, blank=True, default="")
+    size_bytes = models.IntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "task", "checkpoint_ns", "checkpoint_id"],
+                name="graph_checkpoint_uniq",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "run_id"], name="graph_checkpoint_run_idx")]
+
+    def __str__(self) -> str:
+        return self.checkpoint_id
+
+
+class GraphBlob(TenantOwned):
+    """A channel's value at one version, stored once per (thread, namespace, channel, version).
+
+    `type` is `json` (the value is plain JSON, in `value`), `empty` (the
+    channel had no value) or a LangGraph serializer type such as `msgpack`
+    (the serialized bytes are in `data`).
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="graph_blobs")
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    channel = models.CharField(max_length=255)
+    version = models.CharField(max_length=128)
+    type = models.CharField(max_length=32)
+    value = models.JSONField(null=True, blank=True)
+    data = models.BinaryField(null=True, blank=True)
+    size_bytes = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "task", "checkpoint_ns", "channel", "version"],
+                name="graph_blob_uniq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel}@{self.version}"
+
+
+class GraphWrite(TenantOwned):
+    """A pending write of a LangGraph task against one checkpoint (its own owned row).
+
+    `graph_task_id`/`graph_task_path` are LangGraph's task id and path (not a
+    Stateroom task); `idx` is the write's index, negative for the special
+    channels (error, interrupt, resume, scheduled), which a later write replaces.
+    """
+
+    checkpoint = models.ForeignKey(GraphCheckpoint, on_delete=models.CASCADE, related_name="writes")
+    graph_task_id = models.CharField(max_length=128)
+    graph_task_path = models.CharField(max_length=512, blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.CharField(max_length=255)
+    type = models.CharField(max_length=32)
+    value = models.JSONField(null=True, blank=True)
+    data = models.BinaryField(null=True, blank=True)
+    size_bytes = models.IntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "checkpoint", "graph_task_id", "idx"], name="graph_write_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.graph_task_id}[{self.idx}] {self.channel}"

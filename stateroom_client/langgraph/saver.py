@@ -1,0 +1,464 @@
+"""`StateroomSaver`: LangGraph's checkpointer on Stateroom, through the REST API only.
+
+    from stateroom_client.langgraph import StateroomSaver
+
+    saver = StateroomSaver.from_url("http://127.0.0.1:8000", token)
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke(inputs, {"configurable": {"thread_id": "order-42"}})
+
+A LangGraph thread is a Stateroom task whose `task_id` is the thread id (so a
+thread id is 1-128 characters of `[A-Za-z0-9._:-]`); the saver creates the
+task on the thread's first checkpoint. Every `BaseCheckpointSaver` method is
+implemented, sync and async: `put`, `put_writes`, `get_tuple`, `list` (with
+`before`, `limit` and a metadata `filter`), `delete_thread`, and the
+extended `delete_for_runs`, `copy_thread` and `prune`.
+
+Values are sent as plain JSON when they are plain JSON (dicts with string
+keys, lists, strings, finite numbers, booleans, None), so the console can
+show and diff them; anything else goes through the saver's serializer
+(`serde`, LangGraph's `JsonPlusSerializer` by default) and travels as
+base64 bytes. Only the channels in `new_versions` are sent with a
+checkpoint: the server keeps each channel version once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..aio import AsyncStateroomClient
+from ..client import StateroomClient
+from ..errors import AlreadyExists, NotFound
+
+THREAD_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+JSON_TYPE = "json"
+EMPTY_TYPE = "empty"
+PAGE_SIZE = 100
+_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """True for JSON data of exactly the builtin types, which reads back exactly as written."""
+    kind = type(value)
+    if kind is str:
+        return "\x00" not in value and _encodes(value)
+    if kind in _SCALARS:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth > 32:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _plain(k) and _plain(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_plain(item, depth + 1) for item in value)
+    return False
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def thread_of(config: RunnableConfig) -> str:
+    thread_id = str(config["configurable"]["thread_id"])
+    if not THREAD_ID.match(thread_id):
+        raise ValueError(
+            f"Stateroom keeps a LangGraph thread as a task: thread_id {thread_id!r} must be"
+            " 1-128 characters of [A-Za-z0-9._:-]"
+        )
+    return thread_id
+
+
+class _Codec:
+    """How the saver turns LangGraph's config, checkpoints and values into API bodies and back."""
+
+    serde: SerializerProtocol
+
+    def encode(self, value: Any) -> dict[str, Any]:
+        if _plain(value):
+            return {"type": JSON_TYPE, "value": value}
+        kind, data = self.serde.dumps_typed(value)
+        return {"type": kind, "data": base64.b64encode(data or b"").decode()}
+
+    def decode(self, item: dict[str, Any]) -> Any:
+        if item["type"] == JSON_TYPE:
+            return item["value"]
+        return self.serde.loads_typed((item["type"], base64.b64decode(item["data"] or "")))
+
+    def put_body(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> dict[str, Any]:
+        body = dict(checkpoint)
+        values = body.pop("channel_values", None) or {}
+        blobs = []
+        for channel, version in new_versions.items():
+            blob: dict[str, Any] = {"channel": channel, "version": version}
+            if channel in values:
+                blob.update(self.encode(values[channel]))
+            else:
+                blob.update(type=EMPTY_TYPE, data="")
+            blobs.append(blob)
+        configurable = config["configurable"]
+        return {
+            "checkpoint_ns": configurable.get("checkpoint_ns") or "",
+            "checkpoint": body,
+            "metadata": get_serializable_checkpoint_metadata(config, metadata),
+            "parent_checkpoint_id": configurable.get("checkpoint_id") or "",
+            "blobs": blobs,
+        }
+
+    def writes_body(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> dict[str, Any]:
+        configurable = config["configurable"]
+        return {
+            "checkpoint_ns": configurable.get("checkpoint_ns") or "",
+            "checkpoint_id": configurable["checkpoint_id"],
+            "graph_task_id": task_id,
+            "graph_task_path": task_path,
+            "writes": [
+                {"idx": WRITES_IDX_MAP.get(channel, idx), "channel": channel, **self.encode(value)}
+                for idx, (channel, value) in enumerate(writes)
+            ],
+        }
+
+    def to_tuple(self, row: dict[str, Any]) -> CheckpointTuple:
+        thread_id, ns = row["thread_id"], row["checkpoint_ns"]
+        checkpoint = dict(row["checkpoint"])
+        checkpoint["channel_values"] = {
+            item["channel"]: self.decode(item) for item in row["channel_values"]
+        }
+        parent = row.get("parent_checkpoint_id")
+        return CheckpointTuple(
+            config={
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": row["checkpoint_id"],
+                }
+            },
+            checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=row["metadata"],
+            parent_config=(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
+                if parent
+                else None
+            ),
+            pending_writes=[
+                (item["task_id"], item["channel"], self.decode(item)) for item in row["pending_writes"]
+            ],
+        )
+
+
+def _list_args(
+    config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None
+) -> tuple[str, dict[str, Any]]:
+    if config is None:
+        raise ValueError("StateroomSaver lists one thread at a time: pass a config with thread_id")
+    configurable = config["configurable"]
+    return thread_of(config), {
+        "checkpoint_ns": configurable.get("checkpoint_ns"),
+        "checkpoint_id": configurable.get("checkpoint_id"),
+        "before": get_checkpoint_id(before) if before else None,
+        "metadata": json.dumps(filter) if filter else None,
+    }
+
+
+def _objective(thread_id: str) -> str:
+    return f"LangGraph thread {thread_id}"
+
+
+class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
+    """A LangGraph checkpointer that keeps threads in Stateroom (sync and async).
+
+    Give it a `StateroomClient` for the sync methods (what `graph.invoke` and
+    `graph.stream` call), an `AsyncStateroomClient` for the async ones
+    (`graph.ainvoke`), or both; `from_url` makes both. Without an async
+    client the async methods run the sync ones in a worker thread.
+    """
+
+    def __init__(
+        self,
+        client: StateroomClient | None = None,
+        *,
+        aclient: AsyncStateroomClient | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        if client is None and aclient is None:
+            raise ValueError("StateroomSaver needs a StateroomClient, an AsyncStateroomClient, or both")
+        super().__init__(serde=serde)
+        self.client = client
+        self.aclient = aclient
+        self._owns_clients = False
+
+    @classmethod
+    def from_url(cls, base_url: str, token: str, **kwargs: Any) -> StateroomSaver:
+        """Both clients for `base_url` and `token` (closed by `close()` / `aclose()`)."""
+        serde = kwargs.pop("serde", None)
+        saver = cls(
+            StateroomClient(base_url, token, **kwargs),
+            aclient=AsyncStateroomClient(base_url, token, **kwargs),
+            serde=serde,
+        )
+        saver._owns_clients = True
+        return saver
+
+    def close(self) -> None:
+        if self._owns_clients and self.client is not None:
+            self.client.close()
+
+    async def aclose(self) -> None:
+        self.close()
+        if self._owns_clients and self.aclient is not None:
+            await self.aclient.close()
+
+    @property
+    def _sync(self) -> StateroomClient:
+        if self.client is None:
+            raise RuntimeError("This StateroomSaver has no sync client: use the async methods")
+        return self.client
+
+    # --- sync -----------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config["configurable"]
+        try:
+            page = self._sync.list_graph_checkpoints(
+                thread_of(config),
+                checkpoint_ns=configurable.get("checkpoint_ns") or "",
+                checkpoint_id=get_checkpoint_id(config),
+                limit=1,
+            )
+        except NotFound:
+            return None
+        return self.to_tuple(page.results[0]) if page.results else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        thread_id, query = _list_args(config, filter, before)
+        size = min(limit or PAGE_SIZE, 500)
+        try:
+            rows = self._sync.iter_graph_checkpoints(thread_id, page_size=size, **query)
+            for count, row in enumerate(rows, start=1):
+                yield self.to_tuple(row)
+                if limit is not None and count >= limit:
+                    return
+        except NotFound:
+            return
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        thread_id = thread_of(config)
+        body = self.put_body(config, checkpoint, metadata, new_versions)
+        try:
+            self._sync.put_graph_checkpoint(thread_id, body)
+        except NotFound:
+            self._ensure_thread(thread_id)
+            self._sync.put_graph_checkpoint(thread_id, body)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": body["checkpoint_ns"],
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._sync.put_graph_writes(
+            thread_of(config), self.writes_body(config, writes, task_id, task_path)
+        )
+
+    def delete_thread(self, thread_id: str) -> None:
+        try:
+            self._sync.delete_graph_thread(str(thread_id))
+        except NotFound:
+            pass  # nothing to delete
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            self._sync.delete_graph_runs([str(r) for r in run_ids])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        try:
+            self._sync.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+        except NotFound as exc:
+            if exc.code != "target_not_found":
+                return  # no such source thread: nothing to copy
+            self._ensure_thread(target_thread_id)
+            self._sync.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        for thread_id in thread_ids:
+            try:
+                self._sync.prune_graph_thread(str(thread_id), strategy=strategy)
+            except NotFound:
+                continue
+
+    def _ensure_thread(self, thread_id: str) -> None:
+        try:
+            self._sync.create_task(task_id=thread_id, objective=_objective(thread_id))
+        except AlreadyExists:
+            pass  # another process made it first
+
+    # --- async ----------------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.get_tuple, config)
+        configurable = config["configurable"]
+        try:
+            page = await self.aclient.list_graph_checkpoints(
+                thread_of(config),
+                checkpoint_ns=configurable.get("checkpoint_ns") or "",
+                checkpoint_id=get_checkpoint_id(config),
+                limit=1,
+            )
+        except NotFound:
+            return None
+        return self.to_tuple(page.results[0]) if page.results else None
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        if self.aclient is None:
+            found = await asyncio.to_thread(
+                lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+            )
+            for item in found:
+                yield item
+            return
+        thread_id, query = _list_args(config, filter, before)
+        size = min(limit or PAGE_SIZE, 500)
+        count = 0
+        try:
+            async for row in self.aclient.iter_graph_checkpoints(thread_id, page_size=size, **query):
+                yield self.to_tuple(row)
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+        except NotFound:
+            return
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        thread_id = thread_of(config)
+        body = self.put_body(config, checkpoint, metadata, new_versions)
+        try:
+            await self.aclient.put_graph_checkpoint(thread_id, body)
+        except NotFound:
+            await self._aensure_thread(thread_id)
+            await self.aclient.put_graph_checkpoint(thread_id, body)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": body["checkpoint_ns"],
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await self.aclient.put_graph_writes(
+            thread_of(config), self.writes_body(config, writes, task_id, task_path)
+        )
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.delete_thread, thread_id)
+        try:
+            await self.aclient.delete_graph_thread(str(thread_id))
+        except NotFound:
+            pass
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.delete_for_runs, run_ids)
+        if run_ids:
+            await self.aclient.delete_graph_runs([str(r) for r in run_ids])
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+        try:
+            await self.aclient.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+        except NotFound as exc:
+            if exc.code != "target_not_found":
+                return
+            await self._aensure_thread(target_thread_id)
+            await self.aclient.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+        for thread_id in thread_ids:
+            try:
+                await self.aclient.prune_graph_thread(str(thread_id), strategy=strategy)
+            except NotFound:
+                continue
+
+    async def _aensure_thread(self, thread_id: str) -> None:
+        assert self.aclient is not None
+        try:
+            await self.aclient.create_task(task_id=thread_id, objective=_objective(thread_id))
+        except AlreadyExists:
+            pass

@@ -1,0 +1,592 @@
+"""GraphThreadStore: what LangGraph's checkpointer keeps, on a durable task.
+
+A LangGraph thread is a task whose `task_id` is the thread id
+(docs/architecture.md, "LangGraph threads"). Its checkpoints, their channel
+values and the pending writes of its tasks live in `GraphCheckpoint`,
+`GraphBlob` and `GraphWrite`:
+
+- a checkpoint row holds LangGraph's checkpoint without its channel values,
+  its namespace, parent, metadata and channel versions;
+- a channel value is a blob stored once per (thread, namespace, channel,
+  version): a checkpoint names the versions it sees, so a value that did not
+  change is not stored again;
+- a pending write is its own row, keyed by (checkpoint, LangGraph task id,
+  index): a repeated write is a no-op, except that the special channels
+  (negative indexes: error, interrupt, resume, scheduled) are replaced.
+
+`put` and `put_writes` are the hot path of every graph step: each is one
+statement (`hot_cursor`), like the task store's checkpoint append. Runtime
+writes are not audited (the rows are their own history); deletions are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.ids import is_valid_public_id
+from stateroom.sql import hot_cursor
+from tenancy_app.base_store import BaseStore
+
+from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
+from .state import storable_json
+
+_TASKS = Task._meta.db_table
+_CHECKPOINTS = GraphCheckpoint._meta.db_table
+_BLOBS = GraphBlob._meta.db_table
+_WRITES = GraphWrite._meta.db_table
+_TERMINAL = sorted(TERMINAL_TASK_STATUSES)
+
+NS_MAX = GraphCheckpoint._meta.get_field("checkpoint_ns").max_length
+ID_MAX = GraphCheckpoint._meta.get_field("checkpoint_id").max_length
+CHANNEL_MAX = GraphBlob._meta.get_field("channel").max_length
+VERSION_MAX = GraphBlob._meta.get_field("version").max_length
+TYPE_MAX = GraphBlob._meta.get_field("type").max_length
+TASK_PATH_MAX = GraphWrite._meta.get_field("graph_task_path").max_length
+JSON_TYPE = "json"  # the value is plain JSON, stored as jsonb (the console can show it)
+EMPTY_TYPE = "empty"  # the channel had no value at this version
+STRATEGIES = ("keep_latest", "delete")
+CHECKPOINT_KEYS = frozenset({"v", "id", "ts", "channel_versions", "versions_seen"})
+
+
+def _invalid(field: str, message: str) -> Unprocessable:
+    return Unprocessable(f"{field}: {message}", details={field: [message]})
+
+
+@dataclass(frozen=True)
+class Value:
+    """A serialized value: `type` json with `value`, or another type with `data` bytes."""
+
+    type: str
+    value: Any = None
+    data: bytes | None = None
+
+    def sql(self, path: str) -> tuple[str, str | None, bytes | None, int]:
+        """(type, JSON text or None, bytes or None, size) for the tables' value columns."""
+        if self.type == JSON_TYPE:
+            text = storable_json(self.value, path)
+            return self.type, text, None, len(text.encode())
+        return self.type, None, self.data, len(self.data or b"")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "value": self.value, "data": self.data}
+
+
+@dataclass(frozen=True)
+class Blob:
+    channel: str
+    version: str | int | float
+    value: Value
+
+
+@dataclass(frozen=True)
+class Write:
+    idx: int
+    channel: str
+    value: Value
+
+
+@dataclass
+class CheckpointTuple:
+    """One checkpoint as `list_checkpoints` reads it, with its values and pending writes."""
+
+    pk: int
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: Any
+    channel_values: list[dict[str, Any]]
+    pending_writes: list[dict[str, Any]]
+
+
+def _text(value: Any, field: str, *, max_length: int, allow_blank: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not allow_blank) or len(value) > max_length:
+        raise _invalid(
+            field, f"must be a string of {0 if allow_blank else 1}-{max_length} characters"
+        )
+    if "\x00" in value:
+        raise _invalid(field, "must not contain NUL")
+    return value
+
+
+def _version_json(version: Any, field: str) -> str:
+    """A channel version (string or number) as JSON, which SQL reads as jsonb text.
+
+    The blob's key is `jsonb #>> '{}'` of it: exactly what
+    `jsonb_each_text(checkpoint->'channel_versions')` gives back, so a
+    checkpoint finds its values whatever numeric spelling the caller used.
+    """
+    if isinstance(version, bool) or not isinstance(version, str | int | float):
+        raise _invalid(field, "must be a string or a number")
+    text = storable_json(version, field)
+    if len(text) > VERSION_MAX:
+        raise _invalid(field, f"at most {VERSION_MAX} characters")
+    return text
+
+
+class GraphThreadStore(BaseStore):
+    # --- reads ------------------------------------------------------------
+    def thread(self, thread_id: str) -> Task:
+        task = Task.objects.filter(tenant=self.tenant, task_id=thread_id).first()
+        if task is None:
+            raise NotFound("No such thread (task).", details={"task_id": thread_id})
+        return task
+
+    def list_checkpoints(
+        self,
+        *,
+        thread_id: str,
+        checkpoint_ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        limit: int = 50,
+        after_key: tuple[str, int] | None = None,
+    ) -> tuple[list[CheckpointTuple], bool]:
+        """Checkpoints newest first (checkpoint_id descending), with values and writes.
+
+        One statement: each row carries its channel values (the blobs its
+        channel_versions name) and its pending writes in LangGraph's order
+        (task path, task id, index). `after_key` is the keyset cursor
+        (checkpoint_id, row id) of the last row of the previous page.
+        Returns the rows and whether more follow; an unknown thread is 404.
+        """
+        where = [
+            "c.tenant_id = %s",
+            f"c.task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s)",
+        ]
+        params: list[Any] = [self.tenant.pk, self.tenant.pk, thread_id]
+        if checkpoint_ns is not None:
+            where.append("c.checkpoint_ns = %s")
+            params.append(checkpoint_ns)
+        if checkpoint_id is not None:
+            where.append("c.checkpoint_id = %s")
+            params.append(checkpoint_id)
+        if before is not None:
+            where.append("c.checkpoint_id < %s")
+            params.append(before)
+        if metadata:
+            where.append("c.metadata @> %s::jsonb")
+            params.append(storable_json(metadata, "metadata"))
+        if after_key is not None:
+            where.append("(c.checkpoint_id, c.id) < (%s, %s)")
+            params.extend(after_key)
+        sql = (
+            "SELECT c.id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,"
+            " c.checkpoint, c.metadata, c.created_at,"
+            " (SELECT jsonb_agg(jsonb_build_object('channel', b.channel, 'version', v.value,"
+            " 'type', b.type, 'value', b.value, 'data', translate(encode(b.data, 'base64'),"
+            " E'\\n', '')) ORDER BY b.channel)"
+            " FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v"
+            f" JOIN {_BLOBS} b ON b.tenant_id = c.tenant_id AND b.task_id = c.task_id"
+            " AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value"
+            f" WHERE b.type <> '{EMPTY_TYPE}'),"
+            " (SELECT jsonb_agg(jsonb_build_object('task_id', w.graph_task_id,"
+            " 'task_path', w.graph_task_path, 'idx', w.idx, 'channel', w.channel,"
+            " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
+            " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
+            f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.checkpoint_id = c.id)"
+            f" FROM {_CHECKPOINTS} c WHERE {' AND '.join(where)}"
+            " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s"
+        )
+        params.append(limit + 1)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        if not rows:
+            self.thread(thread_id)  # 404 for an unknown thread
+        tuples = [
+            CheckpointTuple(
+                pk=row[0],
+                thread_id=thread_id,
+                checkpoint_ns=row[1],
+                checkpoint_id=row[2],
+                parent_checkpoint_id=row[3],
+                checkpoint=_json(row[4]),
+                metadata=_json(row[5]),
+                created_at=row[6],
+                channel_values=_json(row[7]) or [],
+                pending_writes=_json(row[8]) or [],
+            )
+            for row in rows[:limit]
+        ]
+        return tuples, len(rows) > limit
+
+    # --- writes -----------------------------------------------------------
+    def put(
+        self,
+        *,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        parent_checkpoint_id: str = "",
+        blobs: Sequence[Blob] = (),
+    ) -> bool:
+        """Store a checkpoint and the channel values new in it; True if it was new.
+
+        One statement: the thread's row (refused when unknown or finished),
+        the blobs (`ON CONFLICT DO NOTHING`: a version is written once) and
+        the checkpoint (a second put of the same id replaces checkpoint and
+        metadata, as LangGraph's own savers do).
+        """
+        checkpoint_ns = _text(checkpoint_ns, "checkpoint_ns", max_length=NS_MAX, allow_blank=True)
+        parent = _text(
+            parent_checkpoint_id or "", "parent_checkpoint_id", max_length=ID_MAX, allow_blank=True
+        )
+        if not isinstance(checkpoint, dict):
+            raise _invalid("checkpoint", "must be a JSON object")
+        missing = sorted(CHECKPOINT_KEYS - set(checkpoint))
+        if missing:
+            raise _invalid("checkpoint", "missing " + ", ".join(missing))
+        if "channel_values" in checkpoint:
+            raise _invalid("checkpoint", "channel_values go in blobs, not in the checkpoint")
+        checkpoint_id = _text(checkpoint["id"], "checkpoint.id", max_length=ID_MAX)
+        for field in ("channel_versions", "versions_seen"):
+            if not isinstance(checkpoint[field], dict):
+                raise _invalid(f"checkpoint.{field}", "must be a JSON object")
+        body = storable_json(checkpoint, "checkpoint")
+        if not isinstance(metadata, dict):
+            raise _invalid("metadata", "must be a JSON object")
+        meta = storable_json(metadata, "metadata")
+        run_id = metadata.get("run_id")
+        run_id = run_id if isinstance(run_id, str) and len(run_id) <= ID_MAX else ""
+        columns: list[list[Any]] = [[], [], [], [], [], []]
+        for n, blob in enumerate(blobs):
+            channel = _text(blob.channel, f"blobs[{n}].channel", max_length=CHANNEL_MAX)
+            version = _version_json(blob.version, f"blobs[{n}].version")
+            kind, text, data, size = blob.value.sql(f"blobs[{n}].value")
+            for column, value in zip(
+                columns, (channel, version, kind, text, data, size), strict=True
+            ):
+                column.append(value)
+        now = self.now()
+        sql = (
+            f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
+            " AND status NOT IN (%s, %s, %s)),"
+            f" b AS (INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
+            " type, value, data, size_bytes)"
+            " SELECT %s, t.id, %s, x.channel, (x.version::jsonb #>> '{}'), x.type, x.value::jsonb,"
+            " x.data, x.size FROM t, unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+            " %s::bytea[], %s::int[]) AS x(channel, version, type, value, data, size)"
+            " ON CONFLICT (tenant_id, task_id, checkpoint_ns, channel, version) DO NOTHING),"
+            f" c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+            " parent_checkpoint_id, checkpoint, metadata, run_id, size_bytes, created_at)"
+            " SELECT %s, t.id, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM t"
+            " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id) DO UPDATE SET"
+            " parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,"
+            " checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata,"
+            " run_id = EXCLUDED.run_id, size_bytes = EXCLUDED.size_bytes"
+            " RETURNING (xmax = 0))"
+            " SELECT c.* FROM c"
+        )
+        size = len(body.encode()) + len(meta.encode()) + sum(columns[5])
+        params = [
+            self.tenant.pk,
+            thread_id,
+            *_TERMINAL,
+            self.tenant.pk,
+            checkpoint_ns,
+            *columns,
+            self.tenant.pk,
+            checkpoint_ns,
+            checkpoint_id,
+            parent,
+            body,
+            meta,
+            run_id,
+            size,
+            now,
+        ]
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            raise self._not_writable(thread_id)
+        return bool(row[0])
+
+    def put_writes(
+        self,
+        *,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        graph_task_id: str,
+        graph_task_path: str = "",
+        writes: Sequence[Write],
+    ) -> int:
+        """Store a LangGraph task's pending writes against a checkpoint; returns rows written.
+
+        A write already stored under (checkpoint, task id, index) is kept as
+        it is (LangGraph retries a task's writes); one with a negative index
+        (a special channel) is replaced. One statement, which also checks
+        that the checkpoint exists (404 otherwise).
+        """
+        checkpoint_ns = _text(checkpoint_ns, "checkpoint_ns", max_length=NS_MAX, allow_blank=True)
+        checkpoint_id = _text(checkpoint_id, "checkpoint_id", max_length=ID_MAX)
+        graph_task_id = _text(graph_task_id, "graph_task_id", max_length=ID_MAX)
+        graph_task_path = _text(
+            graph_task_path, "graph_task_path", max_length=TASK_PATH_MAX, allow_blank=True
+        )
+        columns: list[list[Any]] = [[], [], [], [], [], []]
+        for n, write in enumerate(writes):
+            if isinstance(write.idx, bool) or not isinstance(write.idx, int):
+                raise _invalid(f"writes[{n}].idx", "must be an integer")
+            channel = _text(write.channel, f"writes[{n}].channel", max_length=CHANNEL_MAX)
+            kind, text, data, size = write.value.sql(f"writes[{n}].value")
+            for column, value in zip(
+                columns, (write.idx, channel, kind, text, data, size), strict=True
+            ):
+                column.append(value)
+        sql = (
+            f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
+            " AND status NOT IN (%s, %s, %s)),"
+            f" c AS (SELECT c.id FROM {_CHECKPOINTS} c, t WHERE c.tenant_id = %s"
+            " AND c.task_id = t.id AND c.checkpoint_ns = %s AND c.checkpoint_id = %s),"
+            f" w AS (INSERT INTO {_WRITES} (tenant_id, checkpoint_id, graph_task_id,"
+            " graph_task_path, idx, channel, type, value, data, size_bytes, created_at)"
+            " SELECT %s, c.id, %s, %s, x.idx, x.channel, x.type, x.value::jsonb, x.data, x.size, %s"
+            " FROM c, unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::bytea[],"
+            " %s::int[]) AS x(idx, channel, type, value, data, size)"
+            " ON CONFLICT (tenant_id, checkpoint_id, graph_task_id, idx) DO UPDATE SET"
+            " channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value,"
+            " data = EXCLUDED.data, size_bytes = EXCLUDED.size_bytes,"
+            " graph_task_path = EXCLUDED.graph_task_path, created_at = EXCLUDED.created_at"
+            f" WHERE EXCLUDED.idx < 0 RETURNING 1)"
+            " SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w)"
+        )
+        params = [
+            self.tenant.pk,
+            thread_id,
+            *_TERMINAL,
+            self.tenant.pk,
+            checkpoint_ns,
+            checkpoint_id,
+            self.tenant.pk,
+            graph_task_id,
+            graph_task_path,
+            self.now(),
+            *columns,
+        ]
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            found, written = cursor.fetchone()
+        if not found:
+            task = self.thread(thread_id)  # 404 for an unknown thread
+            if task.status in TERMINAL_TASK_STATUSES:
+                raise self._finished(task)
+            raise NotFound(
+                "No such checkpoint in this thread.",
+                details={"checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id},
+            )
+        return written
+
+    def copy_thread(self, *, thread_id: str, target_thread_id: str) -> dict[str, int]:
+        """Copy every checkpoint, blob and pending write of a thread to another thread.
+
+        The target is an existing task (404 `target_not_found` otherwise);
+        rows it already has are kept. Returns the rows copied per table.
+        """
+        with transaction.atomic():
+            source = self.thread(thread_id)
+            target = Task.objects.filter(tenant=self.tenant, task_id=target_thread_id).first()
+            if target is None:
+                raise NotFound(
+                    "No such target thread (task).",
+                    code="target_not_found",
+                    details={"target_thread_id": target_thread_id},
+                )
+            if target.status in TERMINAL_TASK_STATUSES:
+                raise self._finished(target)
+            tenant = self.tenant.pk
+            with hot_cursor() as cursor:
+                cursor.execute(
+                    f"INSERT INTO {_CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+                    " parent_checkpoint_id, checkpoint, metadata, run_id, size_bytes, created_at)"
+                    " SELECT tenant_id, %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id,"
+                    f" checkpoint, metadata, run_id, size_bytes, created_at FROM {_CHECKPOINTS}"
+                    " WHERE tenant_id = %s AND task_id = %s ORDER BY checkpoint_id"
+                    " ON CONFLICT DO NOTHING",
+                    [target.pk, tenant, source.pk],
+                )
+                checkpoints = cursor.rowcount
+                cursor.execute(
+                    f"INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
+                    " type, value, data, size_bytes) SELECT tenant_id, %s, checkpoint_ns, channel,"
+                    f" version, type, value, data, size_bytes FROM {_BLOBS}"
+                    " WHERE tenant_id = %s AND task_id = %s ON CONFLICT DO NOTHING",
+                    [target.pk, tenant, source.pk],
+                )
+                blobs = cursor.rowcount
+                cursor.execute(
+                    f"INSERT INTO {_WRITES} (tenant_id, checkpoint_id, graph_task_id,"
+                    " graph_task_path, idx, channel, type, value, data, size_bytes, created_at)"
+                    " SELECT w.tenant_id, dst.id, w.graph_task_id, w.graph_task_path, w.idx,"
+                    " w.channel, w.type, w.value, w.data, w.size_bytes, w.created_at"
+                    f" FROM {_WRITES} w JOIN {_CHECKPOINTS} src ON src.id = w.checkpoint_id"
+                    f" JOIN {_CHECKPOINTS} dst ON dst.tenant_id = src.tenant_id"
+                    " AND dst.task_id = %s AND dst.checkpoint_ns = src.checkpoint_ns"
+                    " AND dst.checkpoint_id = src.checkpoint_id"
+                    " WHERE w.tenant_id = %s AND src.tenant_id = %s AND src.task_id = %s"
+                    " ON CONFLICT DO NOTHING",
+                    [target.pk, tenant, tenant, source.pk],
+                )
+                writes = cursor.rowcount
+        return {"checkpoints": checkpoints, "blobs": blobs, "writes": writes}
+
+    def delete_thread(self, *, thread_id: str) -> dict[str, int]:
+        """Delete every checkpoint, blob and pending write of the thread; the task stays.
+
+        Refused (409 `legal_hold`) while the tenant or a session the thread's
+        runs served is on legal hold. Audited with the counts.
+        """
+        with transaction.atomic():
+            task = self.thread(thread_id)
+            self._refuse_if_held([task])
+            counts = self._delete(
+                task, GraphCheckpoint.objects.filter(tenant=self.tenant, task=task)
+            )
+            counts["blobs"] = self._collect_blobs(task, all_of_them=True)
+            self._audit_deletion("langgraph.thread_deleted", task, counts)
+        return counts
+
+    def delete_for_runs(self, *, run_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the checkpoints (and their writes) LangGraph runs `run_ids` made, in any thread.
+
+        Blobs no remaining checkpoint names go too. Audited per thread touched.
+        """
+        run_ids = list(run_ids)
+        for n, run_id in enumerate(run_ids):
+            _text(run_id, f"run_ids[{n}]", max_length=ID_MAX)
+        totals = {"checkpoints": 0, "writes": 0, "blobs": 0}
+        if not run_ids:
+            return totals
+        with transaction.atomic():
+            checkpoints = GraphCheckpoint.objects.filter(tenant=self.tenant, run_id__in=run_ids)
+            tasks = list(
+                Task.objects.filter(tenant=self.tenant, pk__in=checkpoints.values("task_id"))
+                .order_by("pk")
+                .select_for_update()
+            )
+            self._refuse_if_held(tasks)
+            for task in tasks:
+                counts = self._delete(task, checkpoints.filter(task=task))
+                counts["blobs"] = self._collect_blobs(task)
+                self._audit_deletion("langgraph.runs_deleted", task, counts)
+                for key, value in counts.items():
+                    totals[key] += value
+        return totals
+
+    def prune(self, *, thread_id: str, strategy: str = "keep_latest") -> dict[str, int]:
+        """`keep_latest`: keep each namespace's newest checkpoint (with its writes and values);
+        `delete`: delete them all (as `delete_thread`)."""
+        if strategy not in STRATEGIES:
+            raise _invalid("strategy", f"must be one of {', '.join(STRATEGIES)}")
+        if strategy == "delete":
+            return self.delete_thread(thread_id=thread_id)
+        with transaction.atomic():
+            task = self.thread(thread_id)
+            self._refuse_if_held([task])
+            checkpoints = GraphCheckpoint.objects.filter(tenant=self.tenant, task=task)
+            latest = (
+                checkpoints.order_by("checkpoint_ns", "-checkpoint_id")
+                .distinct("checkpoint_ns")
+                .values("pk")
+            )
+            counts = self._delete(task, checkpoints.exclude(pk__in=latest))
+            counts["blobs"] = self._collect_blobs(task)
+            self._audit_deletion("langgraph.thread_pruned", task, counts)
+        return counts
+
+    # --- helpers ----------------------------------------------------------
+    def _delete(self, task: Task, checkpoints) -> dict[str, int]:
+        writes, _ = GraphWrite.objects.filter(
+            tenant=self.tenant, checkpoint__in=checkpoints.values("pk")
+        ).delete()
+        deleted, _ = checkpoints.delete()
+        return {"checkpoints": deleted, "writes": writes}
+
+    def _collect_blobs(self, task: Task, *, all_of_them: bool = False) -> int:
+        """Delete the thread's blobs no remaining checkpoint names; returns how many."""
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {_BLOBS} b WHERE b.tenant_id = %s AND b.task_id = %s"
+                + (
+                    ""
+                    if all_of_them
+                    else f" AND NOT EXISTS (SELECT 1 FROM {_CHECKPOINTS} c"
+                    " WHERE c.tenant_id = b.tenant_id AND c.task_id = b.task_id"
+                    " AND c.checkpoint_ns = b.checkpoint_ns"
+                    " AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)"
+                ),
+                [self.tenant.pk, task.pk],
+            )
+            return cursor.rowcount
+
+    def _refuse_if_held(self, tasks: list[Task]) -> None:
+        """A deletion is refused while the tenant, or a session a thread's runs served, is held.
+
+        The thread's runs are read through the task's reverse relation
+        (`Task.runs`): tasks_app imports no other domain.
+        """
+        if not tasks:
+            return
+        if self.tenant.legal_hold:
+            raise Conflict(
+                "The tenant is on legal hold: nothing may be deleted.",
+                code="legal_hold",
+                details={"tenant": self.tenant.slug},
+            )
+        held = sorted(
+            Task.objects.filter(
+                tenant=self.tenant, pk__in=[t.pk for t in tasks], runs__session__legal_hold=True
+            )
+            .values_list("task_id", flat=True)
+            .distinct()
+        )
+        if held:
+            raise Conflict(
+                "A session these threads served is on legal hold: nothing may be deleted.",
+                code="legal_hold",
+                details={"task_ids": held},
+            )
+
+    def _audit_deletion(self, action: str, task: Task, counts: dict[str, int]) -> None:
+        """Counts only: what the runtime wrote never enters the append-only audit table."""
+        self.audit(
+            action,
+            target_type="task",
+            target_id=task.task_id,
+            after={key: counts[key] for key in sorted(counts)},
+        )
+
+    def _not_writable(self, thread_id: str) -> Exception:
+        task = self.thread(thread_id)  # 404 for an unknown thread
+        return self._finished(task)
+
+    @staticmethod
+    def _finished(task: Task) -> Conflict:
+        return Conflict(
+            f"The task is {task.status}; its thread takes no more checkpoints.",
+            code="invalid_transition",
+            details={"status": task.status},
+        )
+
+
+def _json(value: Any) -> Any:
+    """jsonb as the hot cursor returns it (text, with Django's loader) or already parsed."""
+    if value is None or not isinstance(value, str):
+        return value
+    return json.loads(value)
+
+
+def valid_thread_id(thread_id: str) -> bool:
+    return is_valid_public_id(thread_id)
