@@ -471,7 +471,6 @@ class Endpoints:
         path = f"/tasks/{_id(task_id)}/checkpoints/{_id(checkpoint_id)}"
         return Call("GET", path, _one(m.Checkpoint.from_json), retry=True)
 
-
     # --- LangGraph threads (stateroom_client.langgraph) ---------------------
     # Every one is safe to repeat: a put of the same checkpoint id replaces it
     # with itself, a repeated write is kept once, deletes and copies converge.

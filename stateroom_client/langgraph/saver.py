@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import math
 import re
@@ -134,7 +135,11 @@ class _Codec:
         }
 
     def writes_body(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
     ) -> dict[str, Any]:
         configurable = config["configurable"]
         return {
@@ -166,12 +171,19 @@ class _Codec:
             checkpoint=checkpoint,  # type: ignore[arg-type]
             metadata=row["metadata"],
             parent_config=(
-                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
+                {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": ns,
+                        "checkpoint_id": parent,
+                    }
+                }
                 if parent
                 else None
             ),
             pending_writes=[
-                (item["task_id"], item["channel"], self.decode(item)) for item in row["pending_writes"]
+                (item["task_id"], item["channel"], self.decode(item))
+                for item in row["pending_writes"]
             ],
         )
 
@@ -211,7 +223,9 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
         serde: SerializerProtocol | None = None,
     ) -> None:
         if client is None and aclient is None:
-            raise ValueError("StateroomSaver needs a StateroomClient, an AsyncStateroomClient, or both")
+            raise ValueError(
+                "StateroomSaver needs a StateroomClient, an AsyncStateroomClient, or both"
+            )
         super().__init__(serde=serde)
         self.client = client
         self.aclient = aclient
@@ -311,10 +325,8 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
         )
 
     def delete_thread(self, thread_id: str) -> None:
-        try:
+        with contextlib.suppress(NotFound):  # no such thread: nothing to delete
             self._sync.delete_graph_thread(str(thread_id))
-        except NotFound:
-            pass  # nothing to delete
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         if run_ids:
@@ -337,10 +349,8 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
                 continue
 
     def _ensure_thread(self, thread_id: str) -> None:
-        try:
+        with contextlib.suppress(AlreadyExists):  # another process made it first
             self._sync.create_task(task_id=thread_id, objective=_objective(thread_id))
-        except AlreadyExists:
-            pass  # another process made it first
 
     # --- async ----------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -377,7 +387,9 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
         size = min(limit or PAGE_SIZE, 500)
         count = 0
         try:
-            async for row in self.aclient.iter_graph_checkpoints(thread_id, page_size=size, **query):
+            async for row in self.aclient.iter_graph_checkpoints(
+                thread_id, page_size=size, **query
+            ):
                 yield self.to_tuple(row)
                 count += 1
                 if limit is not None and count >= limit:
@@ -425,10 +437,8 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
     async def adelete_thread(self, thread_id: str) -> None:
         if self.aclient is None:
             return await asyncio.to_thread(self.delete_thread, thread_id)
-        try:
+        with contextlib.suppress(NotFound):
             await self.aclient.delete_graph_thread(str(thread_id))
-        except NotFound:
-            pass
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         if self.aclient is None:
@@ -440,12 +450,16 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
         if self.aclient is None:
             return await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
         try:
-            await self.aclient.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+            await self.aclient.copy_graph_thread(
+                source_thread_id, target_thread_id=target_thread_id
+            )
         except NotFound as exc:
             if exc.code != "target_not_found":
                 return
             await self._aensure_thread(target_thread_id)
-            await self.aclient.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+            await self.aclient.copy_graph_thread(
+                source_thread_id, target_thread_id=target_thread_id
+            )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         if self.aclient is None:
@@ -458,7 +472,5 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
 
     async def _aensure_thread(self, thread_id: str) -> None:
         assert self.aclient is not None
-        try:
+        with contextlib.suppress(AlreadyExists):
             await self.aclient.create_task(task_id=thread_id, objective=_objective(thread_id))
-        except AlreadyExists:
-            pass
