@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id
@@ -193,7 +194,8 @@ class GraphThreadStore(BaseStore):
             " 'task_path', w.graph_task_path, 'idx', w.idx, 'channel', w.channel,"
             " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
             " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
-            f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.checkpoint_id = c.id)"
+            f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.task_id = c.task_id"
+            " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id)"
             f" FROM {_CHECKPOINTS} c WHERE {' AND '.join(where)}"
             " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s"
         )
@@ -327,8 +329,9 @@ class GraphThreadStore(BaseStore):
 
         A write already stored under (checkpoint, task id, index) is kept as
         it is (LangGraph retries a task's writes); one with a negative index
-        (a special channel) is replaced. One statement, which also checks
-        that the checkpoint exists (404 otherwise).
+        (a special channel) is replaced. One statement. The checkpoint is
+        not required to exist yet: LangGraph saves a step's writes while
+        the put of the checkpoint before it may still be in flight.
         """
         checkpoint_ns = _text(checkpoint_ns, "checkpoint_ns", max_length=NS_MAX, allow_blank=True)
         checkpoint_id = _text(checkpoint_id, "checkpoint_id", max_length=ID_MAX)
@@ -349,19 +352,18 @@ class GraphThreadStore(BaseStore):
         sql = (
             f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
             " AND status NOT IN (%s, %s, %s)),"
-            f" c AS (SELECT c.id FROM {_CHECKPOINTS} c, t WHERE c.tenant_id = %s"
-            " AND c.task_id = t.id AND c.checkpoint_ns = %s AND c.checkpoint_id = %s),"
-            f" w AS (INSERT INTO {_WRITES} (tenant_id, checkpoint_id, graph_task_id,"
-            " graph_task_path, idx, channel, type, value, data, size_bytes, created_at)"
-            " SELECT %s, c.id, %s, %s, x.idx, x.channel, x.type, x.value::jsonb, x.data, x.size, %s"
-            " FROM c, unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::bytea[],"
-            " %s::int[]) AS x(idx, channel, type, value, data, size)"
-            " ON CONFLICT (tenant_id, checkpoint_id, graph_task_id, idx) DO UPDATE SET"
-            " channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value,"
-            " data = EXCLUDED.data, size_bytes = EXCLUDED.size_bytes,"
+            f" w AS (INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+            " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
+            " created_at)"
+            " SELECT %s, t.id, %s, %s, %s, %s, x.idx, x.channel, x.type, x.value::jsonb, x.data,"
+            " x.size, %s FROM t, unnest(%s::int[], %s::text[], %s::text[], %s::text[],"
+            " %s::bytea[], %s::int[]) AS x(idx, channel, type, value, data, size)"
+            " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id, graph_task_id, idx)"
+            " DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,"
+            " value = EXCLUDED.value, data = EXCLUDED.data, size_bytes = EXCLUDED.size_bytes,"
             " graph_task_path = EXCLUDED.graph_task_path, created_at = EXCLUDED.created_at"
-            f" WHERE EXCLUDED.idx < 0 RETURNING 1)"
-            " SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w)"
+            " WHERE EXCLUDED.idx < 0 RETURNING 1)"
+            " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM w)"
         )
         params = [
             self.tenant.pk,
@@ -370,7 +372,6 @@ class GraphThreadStore(BaseStore):
             self.tenant.pk,
             checkpoint_ns,
             checkpoint_id,
-            self.tenant.pk,
             graph_task_id,
             graph_task_path,
             self.now(),
@@ -380,13 +381,7 @@ class GraphThreadStore(BaseStore):
             cursor.execute(sql, params)
             found, written = cursor.fetchone()
         if not found:
-            task = self.thread(thread_id)  # 404 for an unknown thread
-            if task.status in TERMINAL_TASK_STATUSES:
-                raise self._finished(task)
-            raise NotFound(
-                "No such checkpoint in this thread.",
-                details={"checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id},
-            )
+            raise self._not_writable(thread_id)
         return written
 
     def copy_thread(self, *, thread_id: str, target_thread_id: str) -> dict[str, int]:
@@ -427,17 +422,13 @@ class GraphThreadStore(BaseStore):
                 )
                 blobs = cursor.rowcount
                 cursor.execute(
-                    f"INSERT INTO {_WRITES} (tenant_id, checkpoint_id, graph_task_id,"
-                    " graph_task_path, idx, channel, type, value, data, size_bytes, created_at)"
-                    " SELECT w.tenant_id, dst.id, w.graph_task_id, w.graph_task_path, w.idx,"
-                    " w.channel, w.type, w.value, w.data, w.size_bytes, w.created_at"
-                    f" FROM {_WRITES} w JOIN {_CHECKPOINTS} src ON src.id = w.checkpoint_id"
-                    f" JOIN {_CHECKPOINTS} dst ON dst.tenant_id = src.tenant_id"
-                    " AND dst.task_id = %s AND dst.checkpoint_ns = src.checkpoint_ns"
-                    " AND dst.checkpoint_id = src.checkpoint_id"
-                    " WHERE w.tenant_id = %s AND src.tenant_id = %s AND src.task_id = %s"
+                    f"INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+                    " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
+                    " created_at) SELECT tenant_id, %s, checkpoint_ns, checkpoint_id,"
+                    " graph_task_id, graph_task_path, idx, channel, type, value, data,"
+                    f" size_bytes, created_at FROM {_WRITES} WHERE tenant_id = %s AND task_id = %s"
                     " ON CONFLICT DO NOTHING",
-                    [target.pk, tenant, tenant, source.pk],
+                    [target.pk, tenant, source.pk],
                 )
                 writes = cursor.rowcount
         return {"checkpoints": checkpoints, "blobs": blobs, "writes": writes}
@@ -451,9 +442,9 @@ class GraphThreadStore(BaseStore):
         with transaction.atomic():
             task = self.thread(thread_id)
             self._refuse_if_held([task])
-            counts = self._delete(
-                task, GraphCheckpoint.objects.filter(tenant=self.tenant, task=task)
-            )
+            writes, _ = GraphWrite.objects.filter(tenant=self.tenant, task=task).delete()
+            checkpoints, _ = GraphCheckpoint.objects.filter(tenant=self.tenant, task=task).delete()
+            counts = {"checkpoints": checkpoints, "writes": writes}
             counts["blobs"] = self._collect_blobs(task, all_of_them=True)
             self._audit_deletion("langgraph.thread_deleted", task, counts)
         return counts
@@ -508,11 +499,17 @@ class GraphThreadStore(BaseStore):
 
     # --- helpers ----------------------------------------------------------
     def _delete(self, task: Task, checkpoints) -> dict[str, int]:
-        writes, _ = GraphWrite.objects.filter(
-            tenant=self.tenant, checkpoint__in=checkpoints.values("pk")
-        ).delete()
+        """Delete `checkpoints` (a queryset of one thread's) and the writes made against them."""
+        writes = GraphWrite.objects.filter(tenant=self.tenant, task=task).filter(
+            Exists(
+                checkpoints.filter(
+                    checkpoint_ns=OuterRef("checkpoint_ns"), checkpoint_id=OuterRef("checkpoint_id")
+                )
+            )
+        )
+        written, _ = writes.delete()
         deleted, _ = checkpoints.delete()
-        return {"checkpoints": deleted, "writes": writes}
+        return {"checkpoints": deleted, "writes": written}
 
     def _collect_blobs(self, task: Task, *, all_of_them: bool = False) -> int:
         """Delete the thread's blobs no remaining checkpoint names; returns how many."""

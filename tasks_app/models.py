@@ -143,9 +143,13 @@ class GraphWrite(TenantOwned):
     `graph_task_id`/`graph_task_path` are LangGraph's task id and path (not a
     Stateroom task); `idx` is the write's index, negative for the special
     channels (error, interrupt, resume, scheduled), which a later write replaces.
+    The checkpoint is named, not referenced: LangGraph saves a step's writes
+    while the checkpoint before it may still be on its way.
     """
 
-    checkpoint = models.ForeignKey(GraphCheckpoint, on_delete=models.CASCADE, related_name="writes")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="graph_writes")
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=128)
     graph_task_id = models.CharField(max_length=128)
     graph_task_path = models.CharField(max_length=512, blank=True, default="")
     idx = models.IntegerField()
@@ -159,7 +163,15 @@ class GraphWrite(TenantOwned):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "checkpoint", "graph_task_id", "idx"], name="graph_write_uniq"
+                fields=[
+                    "tenant",
+                    "task",
+                    "checkpoint_ns",
+                    "checkpoint_id",
+                    "graph_task_id",
+                    "idx",
+                ],
+                name="graph_write_uniq",
             ),
         ]
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from stateroom_client import StateroomClient
 from tenancy_app.models import TokenRole
 from tests.client.live import Server
+
+from .refunds import REFUND_LOG
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -30,3 +40,42 @@ def client(server):
 def operator(server):
     with StateroomClient(server.url, server.operator_token) as c:
         yield c
+
+
+@pytest.fixture
+def refund_log(tmp_path, monkeypatch) -> str:
+    path = str(tmp_path / "refunds.log")
+    monkeypatch.setenv(REFUND_LOG, path)  # for graphs run in this process too
+    return path
+
+
+@pytest.fixture
+def worker(server, refund_log):
+    """Run `python -m tests.langgraph.worker ...` in a fresh process; (returncode, outcome)."""
+
+    def run(*args: str) -> tuple[int, dict | None]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tests.langgraph.worker",
+                *args,
+                "--url",
+                server.url,
+                "--token",
+                server.token,
+            ],
+            cwd=ROOT,
+            env={**os.environ, REFUND_LOG: refund_log},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        lines = done.stdout.strip().splitlines()
+        if done.returncode == 0:
+            return 0, json.loads(lines[-1])
+        if done.returncode > 0:
+            raise AssertionError(f"worker failed ({done.returncode}):\n{done.stderr}")
+        return done.returncode, None
+
+    return run

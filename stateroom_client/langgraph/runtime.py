@@ -1,0 +1,557 @@
+"""A LangGraph graph as a Stateroom run: interrupts decided in the inbox, effects in the ledger.
+
+    graph = builder.compile(checkpointer=StateroomSaver(client))
+    runner = GraphRunner(client, graph, name="refunds")
+    outcome = runner.start({"order_id": "A-1", "amount_cents": 1200}, thread_id="order-A-1")
+    # ...an operator decides in the console; here or in any other process:
+    outcome = GraphRunner(client, graph).resume(outcome.run_id)
+
+Inside the graph's nodes:
+
+- `stateroom_interrupt(tool_name, arguments, risk=..., allowed_decisions=...,
+  description=...)` asks a person. It calls LangGraph's `interrupt()` with
+  the request Agent Inbox expects (`[{"action_request": {"action", "args"},
+  "config": {"allow_accept", "allow_edit", "allow_respond", "allow_ignore"},
+  "description"}]`) and, when LangGraph pauses the graph, records it as an
+  approval request of the run. It returns Agent Inbox's answer,
+  `{"type": "accept" | "edit" | "response" | "ignore", "args": ...}`, so a
+  node written for Agent Inbox reads its answer unchanged; graphs that call
+  `interrupt([HumanInterrupt])` themselves work too (the runner records those).
+- `@idempotent_effect` wraps a function with a side effect (a refund, an
+  email): its call goes through the effect ledger under a key made of the
+  thread, the LangGraph task (its checkpoint namespace, the same when a node
+  re-runs from the same checkpoint) and the call's arguments. A node re-run
+  after a crash gets the committed result back instead of repeating it.
+
+Decisions map onto Agent Inbox's answers: approve -> accept, edit -> edit
+(with the operator's arguments), respond -> response (the operator's text),
+reject -> ignore. Agent Inbox's `allow_*` flags map the other way onto the
+approval's `allowed_decisions` (allow_ignore -> reject). An approval that
+expires or is cancelled ends the run `failed` with `approval_expired` /
+`approval_cancelled`.
+
+The runner is synchronous (`graph.invoke`); the saver has async methods for
+graphs driven with `ainvoke`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langgraph.config import get_config
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Command, Interrupt, interrupt
+
+from ..client import StateroomClient
+from ..errors import AlreadyExists, IdempotencyKeyReused, NotFound, StateroomError
+from ..models import Approval, Effect, Run
+
+F = TypeVar("F", bound=Callable[..., Any])
+RISKS = ("low", "medium", "high", "critical")
+DECISIONS = ("approve", "edit", "reject", "respond")
+# Agent Inbox's config flags and the approval decisions they allow.
+FLAGS = {
+    "allow_accept": "approve",
+    "allow_edit": "edit",
+    "allow_respond": "respond",
+    "allow_ignore": "reject",
+}
+TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
+
+
+@dataclass
+class Binding:
+    """The Stateroom run a graph executes as, for the helpers called inside its nodes."""
+
+    client: StateroomClient
+    run_id: str
+    thread_id: str
+    executed: list[str] = field(default_factory=list)  # effect keys run in this process
+    replayed: list[str] = field(default_factory=list)  # effect keys answered from the ledger
+
+
+BINDING: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
+    "stateroom_langgraph_binding", default=None
+)
+
+
+@contextmanager
+def bound(binding: Binding) -> Iterator[Binding]:
+    token = BINDING.set(binding)
+    try:
+        yield binding
+    finally:
+        BINDING.reset(token)
+
+
+# --- interrupts as approvals -----------------------------------------------------
+def inbox_request(
+    tool_name: str,
+    arguments: dict[str, Any],
+    *,
+    risk: str = "medium",
+    allowed_decisions: Sequence[str] = ("approve", "reject"),
+    description: str = "",
+) -> dict[str, Any]:
+    """Agent Inbox's `HumanInterrupt` for a tool call, with Stateroom's risk beside it."""
+    if risk not in RISKS:
+        raise ValueError(f"risk must be one of {', '.join(RISKS)}")
+    unknown = sorted(set(allowed_decisions) - set(DECISIONS))
+    if unknown or not allowed_decisions:
+        raise ValueError(f"allowed_decisions must be some of {', '.join(DECISIONS)}")
+    return {
+        "action_request": {"action": tool_name, "args": dict(arguments)},
+        "config": {flag: decision in allowed_decisions for flag, decision in FLAGS.items()},
+        "description": description,
+        "stateroom": {"risk": risk},
+    }
+
+
+def stateroom_interrupt(
+    tool_name: str,
+    arguments: dict[str, Any],
+    *,
+    risk: str = "medium",
+    allowed_decisions: Sequence[str] = ("approve", "reject"),
+    description: str = "",
+) -> dict[str, Any]:
+    """Ask a person about a tool call; returns Agent Inbox's answer (`type`, `args`).
+
+    The first time the node runs, LangGraph pauses the graph here; the
+    request becomes an approval of the run (when a `GraphRunner` drives the
+    graph). When the graph resumes with the decision, the node runs again and
+    this call returns the answer.
+    """
+    request = inbox_request(
+        tool_name,
+        arguments,
+        risk=risk,
+        allowed_decisions=allowed_decisions,
+        description=description,
+    )
+    try:
+        answers = interrupt([request])
+    except GraphInterrupt as paused:
+        binding = BINDING.get()
+        if binding is not None:
+            for raised in paused.args[0] if paused.args else ():
+                # Best effort: the runner records any approval missing here
+                # (another one pending, a lost answer) once the graph pauses.
+                with suppress(StateroomError):
+                    _ensure_approval(binding.client, binding.run_id, raised)
+        raise
+    return answers[0] if isinstance(answers, list) else answers
+
+
+def approval_id_for(run_id: str, interrupt_id: str) -> str:
+    """The approval of one LangGraph interrupt in one run: the same in every process."""
+    return "lg-" + hashlib.sha256(f"{run_id}\n{interrupt_id}".encode()).hexdigest()[:40]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What an interrupt asks, read from its value (Agent Inbox's request, or anything else)."""
+
+    tool_name: str
+    arguments: dict[str, Any]
+    risk: str
+    allowed_decisions: list[str]
+    description: str
+    listed: bool  # the value was a list of requests (Agent Inbox's form): answer with a list
+
+    @classmethod
+    def of(cls, value: Any) -> Asked:
+        listed = isinstance(value, list)
+        request = value[0] if listed and value else value
+        if isinstance(request, dict) and isinstance(request.get("action_request"), dict):
+            action = request["action_request"]
+            config = request.get("config") or {}
+            allowed = [decision for flag, decision in FLAGS.items() if config.get(flag)]
+            risk = (request.get("stateroom") or {}).get("risk", "medium")
+            return cls(
+                tool_name=str(action.get("action") or "interrupt"),
+                arguments=dict(action.get("args") or {}),
+                risk=risk if risk in RISKS else "medium",
+                allowed_decisions=allowed or ["approve", "reject"],
+                description=str(request.get("description") or ""),
+                listed=listed,
+            )
+        # A plain `interrupt(value)`: a person can answer in words or decline.
+        arguments = request if isinstance(request, dict) else {"value": request}
+        return cls(
+            tool_name="interrupt",
+            arguments=json.loads(json.dumps(arguments, default=str)),
+            risk="medium",
+            allowed_decisions=["respond", "reject"],
+            description="",
+            listed=False,
+        )
+
+    def answer(self, approval: Approval) -> Any:
+        """Agent Inbox's answer for a decided approval, in the form the interrupt asked."""
+        if approval.decision == "edit":
+            response = {
+                "type": "edit",
+                "args": {"action": self.tool_name, "args": approval.approved_arguments},
+            }
+        elif approval.decision == "respond":
+            response = {"type": "response", "args": approval.response}
+        elif approval.status == "approved":
+            response = {"type": "accept", "args": None}
+        else:
+            response = {"type": "ignore", "args": None}
+        if self.tool_name == "interrupt" and not self.listed:
+            return response["args"] if response["type"] == "response" else None
+        return [response] if self.listed else response
+
+
+def _ensure_approval(client: StateroomClient, run_id: str, raised: Interrupt) -> Approval:
+    """The interrupt's approval, asked now unless an earlier pass (or process) asked it."""
+    approval_id = approval_id_for(run_id, raised.id)
+    with suppress(NotFound):
+        return client.get_approval(approval_id)
+    asked = Asked.of(raised.value)
+    run = client.get_run(run_id)
+    try:
+        return client.request_approval(
+            run_id,
+            expected_version=run.version,
+            tool_name=asked.tool_name,
+            arguments=asked.arguments,
+            risk=asked.risk,
+            reason=asked.description or None,
+            approval_id=approval_id,
+            allowed_decisions=asked.allowed_decisions,
+        )
+    except AlreadyExists:
+        return client.get_approval(approval_id)
+
+
+# --- effects in nodes ---------------------------------------------------------------
+class LedgerHalt(Exception):
+    """Stops the run: an effect's outcome is unknown or could not be recorded."""
+
+
+class EffectOutcomeUnknown(LedgerHalt):
+    def __init__(self, effect: Effect) -> None:
+        super().__init__(
+            f"Effect {effect.effect_id} ({effect.tool_name}) is {effect.status!r}: it may have "
+            "happened. Settle it in the console before resuming."
+        )
+        self.effect = effect
+
+
+class EffectFailed(Exception):
+    """The ledger says this call failed before; it is not run again."""
+
+    def __init__(self, effect: Effect) -> None:
+        message = (effect.error or {}).get("message") if isinstance(effect.error, dict) else None
+        super().__init__(message or f"{effect.tool_name} failed earlier")
+        self.effect = effect
+
+
+def effect_key(thread_id: str, checkpoint_ns: str, name: str, arguments: dict[str, Any]) -> str:
+    """The ledger key of one call in one LangGraph task: the same when the node re-runs."""
+    digest = hashlib.sha256(
+        json.dumps([checkpoint_ns, name, arguments], sort_keys=True, default=str).encode()
+    ).hexdigest()[:40]
+    return f"lg:{thread_id}:{digest}"
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def idempotent_effect(func: F | None = None, /, *, name: str | None = None) -> Any:
+    """Route a side effect called inside a LangGraph node through the effect ledger.
+
+    Outside a `GraphRunner` the function simply runs. Under one, the call is
+    recorded under `effect_key(...)` (the thread, the node's task, the
+    function's name and its keyword and positional arguments) before it runs
+    and committed with its result after; a node that runs again, in this
+    process or another one, gets the committed result back. Two identical
+    calls in one node are one effect: pass an argument that tells them apart.
+    The result should be JSON (anything else is recorded as its `str`).
+    """
+
+    def wrap(fn: F) -> F:
+        tool_name = name or fn.__name__
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            binding = BINDING.get()
+            if binding is None:
+                return fn(*args, **kwargs)
+            arguments = _jsonable({"args": list(args), "kwargs": kwargs})
+            if not isinstance(arguments, dict):
+                arguments = {"repr": arguments}
+            ns = str(get_config()["configurable"].get("checkpoint_ns") or "")
+            key = effect_key(binding.thread_id, ns, tool_name, arguments)
+            client = binding.client
+            try:
+                effect = client.record_effect(
+                    binding.run_id,
+                    idempotency_key=key,
+                    tool_name=tool_name,
+                    request={"arguments": arguments},
+                    node_id=ns.split(":", 1)[0] or None,
+                )
+            except IdempotencyKeyReused as exc:
+                raise LedgerHalt(f"The ledger holds {key} for a different call: {exc}") from exc
+            if effect.status == "committed":
+                binding.replayed.append(key)
+                result = effect.result
+                return result.get("output") if isinstance(result, dict) else result
+            if effect.status == "failed":
+                raise EffectFailed(effect)
+            if not effect.created:
+                raise EffectOutcomeUnknown(effect)
+            try:
+                output = fn(*args, **kwargs)
+            except Exception as exc:
+                client.fail_effect(
+                    effect.effect_id, error={"message": str(exc), "type": type(exc).__name__}
+                )
+                raise
+            binding.executed.append(key)
+            try:
+                client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
+            except StateroomError as exc:
+                raise LedgerHalt(
+                    f"{tool_name} ran but effect {effect.effect_id} could not be committed: {exc}"
+                ) from exc
+            return output
+
+        return guarded  # type: ignore[return-value]
+
+    return wrap(func) if func is not None else wrap
+
+
+# --- the runner ---------------------------------------------------------------------
+@dataclass
+class GraphOutcome:
+    """Where the run stands when the runner returns."""
+
+    run_id: str
+    thread_id: str
+    status: str  # the Stateroom run status
+    values: dict[str, Any] | None = None  # the graph's state when it finished
+    error: dict[str, Any] | None = None
+    approvals: list[Approval] = field(default_factory=list)  # asked or decided, this pass
+    executed: list[str] = field(default_factory=list)  # effect keys run in this process
+    replayed: list[str] = field(default_factory=list)  # effect keys answered from the ledger
+
+    @property
+    def finished(self) -> bool:
+        return self.status in Run.TERMINAL
+
+
+class GraphRunner:
+    """Runs a compiled graph (with a `StateroomSaver`) as Stateroom runs, one per `start`.
+
+    The thread is a task (`task_id` = thread id), the run is created on it,
+    and its status follows the graph: `running`, `waiting_approval` while an
+    interrupt waits for a person, `succeeded` when the graph ends, `failed`
+    on an error, an expired or cancelled approval, `suspended` when an
+    effect's outcome is unknown (a person settles it, then `resume`).
+    """
+
+    def __init__(
+        self,
+        client: StateroomClient,
+        graph: Any,
+        *,
+        name: str = "langgraph",
+        poll: float = 30,
+    ) -> None:
+        self.client = client
+        self.graph = graph
+        self.name = name
+        self.poll = poll
+
+    def start(
+        self,
+        input: Any,
+        *,
+        thread_id: str,
+        run_id: str | None = None,
+        session_id: str | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
+    ) -> GraphOutcome:
+        """Create the run on the thread and run the graph until it ends or asks a person.
+
+        With `wait`, it waits for each decision (long-polling) and goes on.
+        """
+        with suppress(AlreadyExists):
+            self.client.create_task(task_id=thread_id, objective=f"LangGraph thread {thread_id}")
+        run = self.client.create_run(
+            run_id=run_id, task_id=thread_id, session_id=session_id, active_agent=self.name
+        )
+        run = self.client.transition_run(run.run_id, expected_version=run.version, status="running")
+        return self._drive(run, input, wait=wait, timeout=timeout)
+
+    def resume(
+        self, run_id: str, *, wait: bool = True, timeout: float | None = None
+    ) -> GraphOutcome:
+        """Carry a run on from what Stateroom holds: its thread's checkpoints and its approvals."""
+        run = self.client.get_run(run_id)
+        if run.is_terminal:
+            return GraphOutcome(run.run_id, run.task_id, run.status, error=run.error)
+        if run.status == "suspended":
+            run = self.client.transition_run(
+                run_id, expected_version=run.version, status="running", error=None
+            )
+        return self._drive(run, None, wait=wait, timeout=timeout, resuming=True)
+
+    # --- one pass after another until the graph ends or waits -------------------
+    def _drive(
+        self,
+        run: Run,
+        input: Any,
+        *,
+        wait: bool,
+        timeout: float | None,
+        resuming: bool = False,
+    ) -> GraphOutcome:
+        thread_id = run.task_id
+        config = {"configurable": {"thread_id": thread_id, "stateroom_run_id": run.run_id}}
+        binding = Binding(self.client, run.run_id, thread_id)
+        outcome = GraphOutcome(run.run_id, thread_id, run.status)
+        payload: Any = input
+        invoke = not resuming  # a resume first looks at what the thread holds
+        while True:
+            if invoke and not self._invoke(payload, config, binding, outcome):
+                return outcome
+            state = self.graph.get_state(config)
+            if state.interrupts:
+                answers = self._decisions(run.run_id, state.interrupts, outcome, wait, timeout)
+                if answers is None:
+                    return self._finish_pass(outcome, binding)
+                payload, invoke = Command(resume=answers), True
+                continue
+            if state.next and not (invoke and payload is None):
+                # Nodes left to run and no question pending: a pass that stopped
+                # early (the process died). Run them from the last checkpoint.
+                payload, invoke = None, True
+                continue
+            if state.next:
+                error = {
+                    "code": "graph_stalled",
+                    "message": f"The graph stopped before {', '.join(state.next)} without an"
+                    " interrupt (a static breakpoint?); the runner cannot go on.",
+                }
+                self._end(run.run_id, "failed", error=error)
+                outcome.error = error
+                return self._finish_pass(outcome, binding)
+            self._end(run.run_id, "succeeded", error=None)
+            outcome.values = dict(state.values)
+            return self._finish_pass(outcome, binding)
+
+    def _invoke(
+        self, payload: Any, config: dict[str, Any], binding: Binding, outcome: GraphOutcome
+    ) -> bool:
+        """One `graph.invoke`; False when it ended the run (an error)."""
+        try:
+            with bound(binding):
+                self.graph.invoke(payload, config)
+        except EffectOutcomeUnknown as exc:
+            self._end(binding.run_id, "suspended", error=_error("effect_outcome_unknown", exc))
+            outcome.status, outcome.error = "suspended", _error("effect_outcome_unknown", exc)
+            self._finish_pass(outcome, binding)
+            return False
+        except LedgerHalt as exc:
+            self._end(binding.run_id, "suspended", error=_error("effect_unrecorded", exc))
+            outcome.status, outcome.error = "suspended", _error("effect_unrecorded", exc)
+            self._finish_pass(outcome, binding)
+            return False
+        except Exception as exc:
+            self._end(binding.run_id, "failed", error=_error("graph_error", exc))
+            outcome.status, outcome.error = "failed", _error("graph_error", exc)
+            self._finish_pass(outcome, binding)
+            return False
+        return True
+
+    def _decisions(
+        self,
+        run_id: str,
+        interrupts: Sequence[Interrupt],
+        outcome: GraphOutcome,
+        wait: bool,
+        timeout: float | None,
+    ) -> dict[str, Any] | None:
+        """The answer to every pending interrupt, asking one approval at a time.
+
+        None when the run waits (an undecided approval and no `wait`) or ended
+        (an approval expired or was cancelled).
+        """
+        answers: dict[str, Any] = {}
+        for raised in interrupts:
+            approval = _ensure_approval(self.client, run_id, raised)
+            if approval.is_pending and wait:
+                approval = self.client.wait_for_decision(
+                    approval.approval_id, timeout=timeout, poll=self.poll
+                )
+            outcome.approvals.append(approval)
+            if approval.is_pending:
+                outcome.status = "waiting_approval"
+                return None
+            if approval.status in ("expired", "cancelled"):
+                code = f"approval_{approval.status}"
+                error = {
+                    "code": code,
+                    "message": f"Approval {approval.approval_id} {approval.status}.",
+                }
+                self._end(run_id, "failed", error=error)
+                outcome.status, outcome.error = "failed", error
+                return None
+            answers[raised.id] = Asked.of(raised.value).answer(approval)
+        return answers
+
+    def _end(self, run_id: str, status: str, *, error: dict[str, Any] | None) -> None:
+        """Move the run to `status` (compare-and-set on its current version) and its task along."""
+        run = self.client.get_run(run_id)
+        if run.is_terminal or (run.status == status and run.error == error):
+            return
+        self.client.transition_run(run_id, expected_version=run.version, status=status, error=error)
+
+    def _finish_pass(self, outcome: GraphOutcome, binding: Binding) -> GraphOutcome:
+        outcome.executed = list(binding.executed)
+        outcome.replayed = list(binding.replayed)
+        if outcome.status == "waiting_approval":
+            return outcome
+        run = self.client.get_run(outcome.run_id)
+        outcome.status = run.status
+        return outcome
+
+
+def _error(code: str, exc: BaseException) -> dict[str, Any]:
+    return {"code": code, "message": str(exc) or type(exc).__name__, "type": type(exc).__name__}
+
+
+__all__ = [
+    "BINDING",
+    "Asked",
+    "Binding",
+    "EffectFailed",
+    "EffectOutcomeUnknown",
+    "GraphOutcome",
+    "GraphRunner",
+    "LedgerHalt",
+    "approval_id_for",
+    "effect_key",
+    "idempotent_effect",
+    "inbox_request",
+    "stateroom_interrupt",
+]
