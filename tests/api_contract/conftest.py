@@ -8,6 +8,7 @@ from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from tasks_app.langgraph_store import Blob, GraphThreadStore, Value
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 
@@ -31,6 +32,20 @@ def objects_a(tenant_a) -> dict[str, str]:
         task = TaskStateStore(tenant_a, actor).create(task_id="task-a", objective="o")
         checkpoint = TaskStateStore(tenant_a, actor).append_checkpoint(
             task_id="task-a", schema_version=1, state={"k": 1}
+        )
+        # task-a is a LangGraph thread too: its /langgraph paths have rows to protect.
+        GraphThreadStore(tenant_a, actor).put(
+            thread_id="task-a",
+            checkpoint_ns="",
+            checkpoint={
+                "v": 1,
+                "id": "lg-1",
+                "ts": "",
+                "channel_versions": {"a": 1},
+                "versions_seen": {},
+            },
+            metadata={"run_id": "lg-run"},
+            blobs=[Blob(channel="a", version=1, value=Value("json", value="x"))],
         )
         runs = RunStateStore(tenant_a, actor)
         run = runs.create(run_id="run-a", session_id=session.session_id, task_id=task.task_id)

@@ -7,6 +7,7 @@ from django.test import Client
 from audit_app.models import AuditEvent
 from runs_app.models import Run
 from sessions_app.models import Session
+from tasks_app.models import GraphBlob, GraphCheckpoint
 from tenancy_app.scoping import in_tenant
 
 PARAM = re.compile(r"{(\w+)}")
@@ -39,6 +40,8 @@ def snapshot(tenant) -> tuple:
             list(Session.objects.values_list("session_id", "revision", "status", "last_seq")),
             list(Run.objects.values_list("run_id", "version", "status")),
             AuditEvent.objects.count(),
+            list(GraphCheckpoint.objects.values_list("checkpoint_id", flat=True)),
+            GraphBlob.objects.count(),
         )
 
 
