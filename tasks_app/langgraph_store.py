@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, Func, OuterRef, Subquery
 
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id
@@ -52,6 +52,7 @@ TASK_PATH_MAX = GraphWrite._meta.get_field("graph_task_path").max_length
 JSON_TYPE = "json"  # the value is plain JSON, stored as jsonb (the console can show it)
 EMPTY_TYPE = "empty"  # the channel had no value at this version
 STRATEGIES = ("keep_latest", "delete")
+INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's channel for a task's interrupts
 CHECKPOINT_KEYS = frozenset({"v", "id", "ts", "channel_versions", "versions_seen"})
 
 
@@ -221,6 +222,42 @@ class GraphThreadStore(BaseStore):
             for row in rows[:limit]
         ]
         return tuples, len(rows) > limit
+
+    def history(
+        self, task: Task, *, cursor: int | None = None, limit: int = 50
+    ) -> list[GraphCheckpoint]:
+        """The console's checkpoint list: newest first (by row id), `limit` + 1 rows, no bodies.
+
+        Each row carries `pending` (its pending writes) and `interrupts` (those
+        on LangGraph's interrupt channel), counted in the same query.
+        """
+        writes = GraphWrite.objects.filter(
+            tenant=self.tenant,
+            task=task,
+            checkpoint_ns=OuterRef("checkpoint_ns"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+        ).order_by()
+        count = Func(F("pk"), function="COUNT")
+        rows = (
+            GraphCheckpoint.objects.filter(tenant=self.tenant, task=task)
+            .annotate(
+                pending=Subquery(writes.annotate(n=count).values("n")[:1]),
+                interrupts=Subquery(
+                    writes.filter(channel=INTERRUPT_CHANNEL).annotate(n=count).values("n")[:1]
+                ),
+            )
+            .only(
+                "checkpoint_ns",
+                "checkpoint_id",
+                "parent_checkpoint_id",
+                "metadata",
+                "size_bytes",
+                "created_at",
+            )
+        )
+        if cursor is not None:
+            rows = rows.filter(pk__lt=cursor)
+        return list(rows.order_by("-pk")[: limit + 1])
 
     # --- writes -----------------------------------------------------------
     def put(

@@ -10,4 +10,10 @@ urlpatterns = [
     path("", views.task_list, name="list"),
     path("<str:task_id>/checkpoints/<str:checkpoint_id>/", views.checkpoint, name="checkpoint"),
     path("<str:task_id>/diff", views.checkpoint_diff, name="diff"),
+    path("<str:task_id>/langgraph/diff", views.graph_diff, name="graph-diff"),
+    path(
+        "<str:task_id>/langgraph/<str:checkpoint_id>/",
+        views.graph_checkpoint,
+        name="graph-checkpoint",
+    ),
 ]

@@ -13,11 +13,13 @@ from runs_app.store import RunStateStore
 from stateroom.errors import NotFound
 from stateroom.htmx import render_page
 from stateroom.pages import parse_cursor
+from tasks_app.langgraph_store import GraphThreadStore
 from tasks_app.store import TaskStateStore
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 
 CHECKPOINTS_PAGE = 50
+GRAPH_PAGE = 50
 RELATED_PAGE = 50
 
 
@@ -50,7 +52,8 @@ def _waits_for(task, runs) -> list[dict]:
 @require_permission(Permission.READ)
 @require_GET
 def task_detail(request, task_id: str):
-    """The task inspector; `?before_seq=` pages the checkpoint list (bodies are not loaded)."""
+    """The task inspector; `?before_seq=` pages the checkpoint list (bodies are not loaded),
+    `?graph_before=` the LangGraph checkpoints when the task is a LangGraph thread."""
     store = TaskStateStore(request.tenant, Actor.from_request(request))
     try:
         task = store.load(task_id)
@@ -78,6 +81,14 @@ def task_detail(request, task_id: str):
     completed_nodes = sorted(
         task.completed_nodes, key=lambda node: (node not in done_at, done_at.get(node), node)
     )
+    graph = GraphThreadStore(request.tenant, store.actor).history(
+        task, cursor=parse_cursor(request.GET.get("graph_before")), limit=GRAPH_PAGE
+    )
+    fragment = None
+    if "before_seq" in request.GET:
+        fragment = "checkpoint-rows"
+    elif "graph_before" in request.GET:
+        fragment = "graph-rows"
     return render_page(
         request,
         "tasks/detail.html",
@@ -98,6 +109,11 @@ def task_detail(request, task_id: str):
             "completed_nodes": completed_nodes,
             "failure": _failure(task, runs),
             "waits_for": _waits_for(task, runs),
+            "graph": graph[:GRAPH_PAGE],
+            "graph_older": graph[GRAPH_PAGE - 1].pk if len(graph) > GRAPH_PAGE else None,
+            "graph_root_ids": [
+                row.checkpoint_id for row in graph[:GRAPH_PAGE] if not row.checkpoint_ns
+            ],
         },
-        fragment="checkpoint-rows" if "before_seq" in request.GET else None,
+        fragment=fragment,
     )

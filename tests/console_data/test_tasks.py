@@ -96,8 +96,9 @@ def test_inspector_query_count(make_task, tenant_a, support_a, rows, django_asse
                 run_id=f"r-{n}", idempotency_key=f"k-{n}", tool_name="t", request={}
             )
     client = login(support_a)
-    # The task, checkpoints (task + rows), effects, runs, the runs' node finish order.
-    with django_assert_num_queries(layout_queries(client, tenant_a) + 6):
+    # The task, checkpoints (task + rows), effects, runs, the runs' node finish order,
+    # LangGraph checkpoints (none here).
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 7):
         body = client.get("/t/acme/tasks/t-1/").content.decode()
     assert body.count('data-testid="checkpoint-row"') == rows
     assert body.count('data-testid="task-effect"') == rows
