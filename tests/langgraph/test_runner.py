@@ -1,0 +1,109 @@
+"""GraphRunner in this process: each decision reaches the graph as Agent Inbox's answer."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from approvals_app.store import ApprovalStore
+from audit_app.actor import Actor
+from stateroom_client.langgraph import GraphRunner, StateroomSaver
+from tenancy_app.scoping import in_tenant
+
+from .refunds import build_graph, refunds_made
+
+
+def _start(client, run_id: str, amount: int = 1200):
+    runner = GraphRunner(client, build_graph(client), name="refunds")
+    outcome = runner.start(
+        {"order_id": "A-1", "amount_cents": amount}, thread_id=f"th-{run_id}", run_id=run_id
+    )
+    assert outcome.status == "waiting_approval"
+    return runner, outcome.approvals[0].approval_id
+
+
+@pytest.mark.parametrize(
+    ("decision", "extra", "expected"),
+    [
+        ("approve", {}, {"decision": "approved", "outcome": "Refunded 1200 cents on order A-1."}),
+        ("reject", {}, {"decision": "declined"}),
+        (
+            "respond",
+            {"response": "Ask for the receipt first"},
+            {"decision": "declined", "note": "Ask for the receipt first"},
+        ),
+    ],
+)
+def test_each_decision_reaches_the_graph_as_agent_inbox_answers(
+    client, operator, refund_log, decision, extra, expected
+):
+    runner, approval_id = _start(client, f"r-{decision}")
+    operator.decide_approval(approval_id, decision=decision, reason="Checked", **extra)
+    outcome = runner.resume(f"r-{decision}")
+    assert (outcome.status, outcome.error) == ("succeeded", None)
+    assert outcome.values == {"order_id": "A-1", "amount_cents": 1200, **expected}
+    assert refunds_made(refund_log) == (["A-1 1200"] if decision == "approve" else [])
+    approval = client.get_approval(approval_id)
+    assert approval.decision == decision
+
+
+def test_an_expired_approval_ends_the_run_failed_without_resuming(server, client, refund_log):
+    runner, approval_id = _start(client, "r-exp")
+    with in_tenant(server.tenant):
+        ApprovalStore(server.tenant, Actor.system("sweep")).expire(approval_id=approval_id)
+    outcome = runner.resume("r-exp")
+    assert outcome.status == "failed"
+    assert outcome.error["code"] == "approval_expired"
+    assert client.get_run("r-exp").status == "failed"
+    assert refunds_made(refund_log) == []
+
+
+class Inbox(TypedDict, total=False):
+    email: str
+    sent: str
+
+
+def test_a_graph_written_for_agent_inbox_works_unchanged(client, operator):
+    """The node calls interrupt([HumanInterrupt]) itself; the runner records and answers it."""
+
+    def draft(state: Inbox) -> dict[str, Any]:
+        response = interrupt(
+            [
+                {
+                    "action_request": {"action": "send_email", "args": {"body": state["email"]}},
+                    "config": {
+                        "allow_ignore": True,
+                        "allow_respond": False,
+                        "allow_edit": True,
+                        "allow_accept": True,
+                    },
+                    "description": "Send this email?",
+                }
+            ]
+        )[0]
+        if response["type"] == "edit":
+            return {"sent": response["args"]["args"]["body"]}
+        return {"sent": state["email"] if response["type"] == "accept" else ""}
+
+    builder = StateGraph(Inbox)
+    builder.add_node("draft", draft)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", END)
+    graph = builder.compile(checkpointer=StateroomSaver(client))
+    runner = GraphRunner(client, graph)
+    outcome = runner.start({"email": "Hello"}, thread_id="mail-1", run_id="mail-1")
+    (approval,) = outcome.approvals
+    assert (approval.tool_name, approval.arguments, approval.reason) == (
+        "send_email",
+        {"body": "Hello"},
+        "Send this email?",
+    )
+    assert approval.allowed_decisions == ("approve", "edit", "reject")
+    operator.decide_approval(
+        approval.approval_id, decision="edit", reason="tone", approved_arguments={"body": "Hi!"}
+    )
+    outcome = runner.resume("mail-1")
+    assert (outcome.status, outcome.values) == ("succeeded", {"email": "Hello", "sent": "Hi!"})
