@@ -20,9 +20,9 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Stateroom needs Python >= 3.11 (set PYTHON=python3.11)")'
 	$(PYTHON) -m venv $(VENV)
 
-# The demo needs the app and the Agents SDK only; tests need the dev tools too.
+# The demo needs the app, the Agents SDK and LangGraph only; tests need the dev tools too.
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[agents]"
+	$(BIN)/python -m pip install --quiet -e ".[agents,langgraph]"
 	touch $@
 
 $(STAMP): pyproject.toml | $(BIN)/python

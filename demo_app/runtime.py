@@ -13,7 +13,12 @@ Per tenant it keeps three kinds of work going:
   (through the effect ledger) and finish, rejecting sends the operator's reason
   back to the agent, which tells the customer and ends;
 - a code migration over several simulated days: a durable task with one run
-  and one checkpoint per day, effects for pushed branches and pull requests.
+  and one checkpoint per day, effects for pushed branches and pull requests;
+- a shipping-claims agent written with LangGraph (`demo_app/claims.py`, a
+  scripted model): its checkpoints go to Stateroom through `StateroomSaver`,
+  its voucher proposal interrupts the graph and waits in the inbox as an
+  approval (approve, edit the amount, reject, or answer in words), and the
+  voucher is issued through the effect ledger once the graph resumes.
 
 It stays bounded: at most `cap` pending approvals per tenant (at the cap, the
 customer of the oldest request this runtime made withdraws it, so the inbox
@@ -42,7 +47,9 @@ from typing import Any
 import httpx
 from agents import Agent, RunConfig, Runner, function_tool
 
-from stateroom_client import AsyncStateroomClient, StateroomError, TransportError
+from demo_app.claims import AGENT as CLAIMS_AGENT
+from demo_app.claims import build_claims_graph
+from stateroom_client import AsyncStateroomClient, StateroomClient, StateroomError, TransportError
 from stateroom_client.agents import (
     ApprovalGate,
     Reply,
@@ -53,6 +60,7 @@ from stateroom_client.agents import (
     ToolCall,
     idempotent_tool,
 )
+from stateroom_client.langgraph import GraphOutcome, GraphRunner
 
 log = logging.getLogger("stateroom.demo.runtime")
 NO_TRACE = RunConfig(tracing_disabled=True)
@@ -76,10 +84,11 @@ class Pace:
     # At the cap, a request is withdrawn only once it has waited this long, so an
     # operator has time to look at it.
     withdraw_after: float = 180.0
+    claims_every: tuple[float, float] = (20.0, 40.0)
 
     @classmethod
     def instant(cls) -> Pace:
-        return cls((0, 0), (0, 0), (0, 0), (0, 0), (0, 0), withdraw_after=0.0)
+        return cls((0, 0), (0, 0), (0, 0), (0, 0), (0, 0), withdraw_after=0.0, claims_every=(0, 0))
 
 
 # --- the agents ---------------------------------------------------------------
@@ -218,6 +227,9 @@ class TenantRuntime:
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     conversations: int = 0
     migrations: int = 0
+    # The LangGraph agent runs synchronously (graph.invoke) in worker threads,
+    # with a sync client of its own; without one it does not run.
+    graph_client: StateroomClient | None = None
 
     def __post_init__(self) -> None:
         self.poller = self.poller or self.client
@@ -234,6 +246,11 @@ class TenantRuntime:
             approval_ttl=self.pace.approval_ttl,
         )
         self.support = support_agent()
+        self.claims = (
+            GraphRunner(self.graph_client, build_claims_graph(self.graph_client), name=CLAIMS_AGENT)
+            if self.graph_client is not None
+            else None
+        )
 
     def _pause(self, bounds: tuple[float, float]) -> Awaitable[None]:
         return asyncio.sleep(self.rng.uniform(*bounds))
@@ -346,9 +363,13 @@ class TenantRuntime:
                     await self.client.close_session(session.session_id, reason="resolved")
 
     async def resume_waiting(self) -> None:
-        """Pick up the payments runs an earlier runtime process left unfinished."""
+        """Pick up the payments runs and claims an earlier runtime process left unfinished."""
         for status in ("waiting_approval", "running", "suspended"):
             async for run in self.client.iter_runs(status=status):
+                if run.active_agent == CLAIMS_AGENT and self.claims is not None:
+                    self.spawn(
+                        f"resume {run.run_id}", lambda rid=run.run_id: self._resume_claim(rid)
+                    )
                 if run.active_agent != "payments-agent" or not run.task_id.endswith(".task"):
                     continue
                 self.spawn(f"resume {run.run_id}", lambda rid=run.run_id: self._resume(rid))
@@ -360,6 +381,55 @@ class TenantRuntime:
             return  # not one of ours (demo data written by load_demo)
         log.info("%s: resumed %s (%s)", self.tenant, run_id, outcome.status)
         await self._follow(outcome, None)
+
+    # --- shipping claims (LangGraph) ---------------------------------------------
+    async def claim_once(self) -> None:
+        outcome = await self.file_claim()
+        if outcome is not None:
+            await self._follow_claim(outcome)
+
+    async def file_claim(self) -> GraphOutcome | None:
+        """A customer files a claim; returns when its voucher waits for approval (or is done)."""
+        if self.claims is None:
+            return None
+        async with self.asking:
+            if not await self.make_room():
+                return None
+            customer = self.rng.choice(CUSTOMERS)
+            order = _orders(self.rng)
+            paid = self.rng.choice([18.5, 34.0, 59.9, 120.0, 249.0])
+            problem = self.rng.choice(["never arrived", "arrived a week late"])
+            claim_id = f"claim-{secrets.token_hex(4)}"
+            log.info("%s: %s files a claim on %s (LangGraph)", self.tenant, customer, order)
+            outcome = await asyncio.to_thread(
+                self.claims.start,
+                {
+                    "customer": customer,
+                    "message": f"My parcel for order {order} {problem}. I paid {paid:.2f} EUR.",
+                },
+                thread_id=claim_id,
+                run_id=f"{claim_id}.run",
+            )
+        for approval in outcome.approvals:
+            if approval.is_pending:
+                self.waiting[approval.approval_id] = time.monotonic()
+        return outcome
+
+    async def _follow_claim(self, outcome: GraphOutcome) -> None:
+        assert self.claims is not None
+        while outcome.status == "waiting_approval":
+            approval = outcome.approvals[-1]
+            self.waiting.setdefault(approval.approval_id, time.monotonic())
+            await self.poller.wait_for_decision(approval.approval_id)
+            self.waiting.pop(approval.approval_id, None)
+            outcome = await asyncio.to_thread(self.claims.resume, outcome.run_id, wait=False)
+        log.info("%s: claim %s %s", self.tenant, outcome.thread_id, outcome.status)
+
+    async def _resume_claim(self, run_id: str) -> None:
+        assert self.claims is not None
+        outcome = await asyncio.to_thread(self.claims.resume, run_id, wait=False)
+        log.info("%s: resumed claim %s (%s)", self.tenant, run_id, outcome.status)
+        await self._follow_claim(outcome)
 
     # --- support ----------------------------------------------------------------
     async def conversation_once(self, turns: int | None = None) -> str:
@@ -559,6 +629,7 @@ class TenantRuntime:
             "payments": start + self.rng.uniform(0, 3),
             "support": start + self.rng.uniform(1, 5),
             "migration": start + self.rng.uniform(3, 8),
+            "claims": start + self.rng.uniform(5, 10),
         }
         while not stop.is_set():
             now = time.monotonic()
@@ -571,6 +642,9 @@ class TenantRuntime:
             if now >= next_at["migration"] and self.migrations < 2:
                 self.spawn("migration", self.migration_once)
                 next_at["migration"] = now + self.rng.uniform(*self.pace.migration_every)
+            if now >= next_at["claims"] and self.claims is not None:
+                self.spawn("claim", self.claim_once)
+                next_at["claims"] = now + self.rng.uniform(*self.pace.claims_every)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
         tasks = list(self.tasks)
@@ -621,11 +695,21 @@ async def main(url: str, tokens: dict[str, str], *, cap: int = 12) -> None:
         for slug, token in tokens.items()
     }
     pollers = {slug: AsyncStateroomClient(url, token) for slug, token in tokens.items()}
+    graph_clients = {
+        slug: StateroomClient(url, token, timeout=30) for slug, token in tokens.items()
+    }
     clients = [*workers.values(), *pollers.values()]
     try:
         await wait_for_server(clients[0])
         runtimes = [
-            TenantRuntime(workers[slug], slug, poller=pollers[slug], cap=cap) for slug in tokens
+            TenantRuntime(
+                workers[slug],
+                slug,
+                poller=pollers[slug],
+                cap=cap,
+                graph_client=graph_clients[slug],
+            )
+            for slug in tokens
         ]
         log.info("demo runtime: agents at work for %s", ", ".join(tokens))
         watcher = asyncio.create_task(watch_parent())
@@ -634,6 +718,8 @@ async def main(url: str, tokens: dict[str, str], *, cap: int = 12) -> None:
     finally:
         for client in clients:
             await client.close()
+        for graph_client in graph_clients.values():
+            graph_client.close()
 
 
 if __name__ == "__main__":

@@ -195,3 +195,43 @@ def test_left_alone_it_keeps_asking_and_stays_under_the_cap(server, client):
     assert statuses.count("pending") <= 3
     assert statuses.count("cancelled") >= 2  # requests kept coming after the cap was reached
     assert len(list(client.iter_sessions())) > len(approvals)
+
+
+def test_a_langgraph_claim_waits_in_the_inbox_and_finishes_once_edited(server, client, operator):
+    async def body(rt: demo.TenantRuntime) -> Any:
+        outcome = await rt.file_claim()
+        [approval] = outcome.approvals
+        assert (approval.status, approval.tool_name, approval.run_id) == (
+            "pending",
+            "issue_voucher",
+            f"{outcome.thread_id}.run",
+        )
+        assert approval.allowed_decisions == ("approve", "edit", "reject", "respond")
+        assert [a.approval_id for a in client.list_approvals(status="pending")] == [
+            approval.approval_id
+        ]
+        operator.decide_approval(
+            approval.approval_id,
+            decision="edit",
+            reason="Half is fair",
+            approved_arguments={**approval.arguments, "voucher_cents": 500},
+        )
+        await rt._follow_claim(outcome)
+        return outcome.thread_id
+
+    with StateroomClient(server.url, server.token) as graph_client:
+        thread_id = with_runtime(server, body, graph_client=graph_client)
+    run = client.get_run(f"{thread_id}.run")
+    assert (run.status, run.active_agent, run.task_id, run.error) == (
+        "succeeded",
+        "claims-graph",
+        thread_id,
+        None,
+    )
+    [effect] = client.list_run_effects(run.run_id)
+    assert (effect.tool_name, effect.status) == ("issue_voucher", "committed")
+    assert effect.request["arguments"]["args"][1] == 500  # the edited amount
+    latest = client.list_graph_checkpoints(thread_id, checkpoint_ns="", limit=1).results[0]
+    values = {v["channel"]: v["value"] for v in latest["channel_values"]}
+    assert values["voucher_cents"] == 500
+    assert values["reply"].startswith("Sorry about the ") and "5.00 EUR" in values["reply"]

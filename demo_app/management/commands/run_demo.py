@@ -69,7 +69,8 @@ class Command(BaseCommand):
             start_beat()
             self.stdout.write(
                 "  Agents: a support assistant, a payments agent (refunds wait in the approvals"
-                " inbox) and a code migration are at work; their log lines start with [runtime]."
+                " inbox), a code migration and a LangGraph claims agent (vouchers wait in the"
+                " inbox too) are at work; their log lines start with [runtime]."
             )
             # The agents make many API calls; only failed requests are worth a log
             # line. (runserver configures logging again from settings.LOGGING.)
