@@ -18,7 +18,7 @@ from pathlib import Path
 from .database import BenchError, bench_database, ensure_database
 from .scale import Scale
 
-SECTIONS = ("store", "api", "console", "deletion")
+SECTIONS = ("store", "api", "console", "deletion", "langgraph")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 

@@ -140,6 +140,49 @@ HEADER = [
 ]
 
 
+def langgraph_rows(section: dict) -> list[list]:
+    """StateroomSaver (through the API) beside PostgresSaver, per operation; no target."""
+    if not section:
+        return []
+    if "error" in section:
+        return [
+            [
+                "langgraph",
+                "checkpointers",
+                "—",
+                "—",
+                "—",
+                "—",
+                "",
+                f"NOT MEASURED: {section['error']}",
+            ]
+        ]
+    rows = []
+    size = f"~{section['checkpoint_bytes'] / 1024:.0f} KB checkpoint"
+    for op in ("put", "get_tuple", "list"):
+        label = {"put": "put", "get_tuple": "get_tuple (latest)", "list": "list (limit 10)"}[op]
+        for who, name in (
+            ("stateroom", "StateroomSaver via the API"),
+            ("postgres", "PostgresSaver"),
+        ):
+            s = section[who][op]
+            rows.append(
+                [
+                    "langgraph",
+                    f"{label}, {size} — {name}",
+                    f"{_f(s['ops_per_s'], 0)} ops/s",
+                    _f(s["p50_ms"], 2),
+                    _f(s["p95_ms"], 2),
+                    "—",
+                    "ratio (no target)",
+                    f"{section['ratios'][op]:.2f}x PostgresSaver (p50)"
+                    if who == "stateroom"
+                    else "baseline",
+                ]
+            )
+    return rows
+
+
 def table_rows(results: dict) -> list[list]:
     rows: list[list] = []
     sections = results.get("sections", {})
@@ -351,6 +394,7 @@ def table_rows(results: dict) -> list[list]:
                 else "**MISSED**: " + "; ".join(why) + (f"; {reason}" if reason else ""),
             ]
         )
+    rows.extend(langgraph_rows(sections.get("langgraph", {})))
     return rows
 
 

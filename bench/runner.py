@@ -36,7 +36,9 @@ def write_marker(url: str, scale: Scale, info: dict) -> None:
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         **info,
     }
-    with connect(url) as conn:
+    # The app role may not create tables: the owner keeps the bench's marker
+    # (the app role reads it through the owner's default grants).
+    with connect(os.environ.get("DATABASE_OWNER_URL") or url) as conn:
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (created_at timestamptz NOT NULL DEFAULT now(), info jsonb NOT NULL)"
         )
@@ -91,6 +93,12 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log) -> dict
 
         results["sections"]["deletion"] = _section(
             "deletion", lambda: deletion.run(url, scale, cat, log), log
+        )
+    if "langgraph" in sections:
+        from . import langgraph
+
+        results["sections"]["langgraph"] = _section(
+            "langgraph", lambda: langgraph.run(url, scale, cat, log), log
         )
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     json.dumps(results, default=str)  # fail here, not after the run, if something is not JSON
