@@ -96,7 +96,7 @@ UPWARD = "Domain apps, tenancy, audit and the project do not import the console,
             "sessions_app.deletion",  # its ignores (issue 15) cover other domains' models only
             "tasks_app.store",
             {
-                "tasks_app.store is used by tasks_app and the layers above",
+                "tasks_app.store and langgraph_store are used by tasks_app and the layers above",
                 "sessions_app reaches other domains only from its store",
             },
         ),
