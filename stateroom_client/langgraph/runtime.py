@@ -527,12 +527,10 @@ class GraphRunner:
         self.client.transition_run(run_id, expected_version=run.version, status=status, error=error)
 
     def _finish_pass(self, outcome: GraphOutcome, binding: Binding) -> GraphOutcome:
+        """The outcome with the run's status as the server has it now (the authority)."""
         outcome.executed = list(binding.executed)
         outcome.replayed = list(binding.replayed)
-        if outcome.status == "waiting_approval":
-            return outcome
-        run = self.client.get_run(outcome.run_id)
-        outcome.status = run.status
+        outcome.status = self.client.get_run(outcome.run_id).status
         return outcome
 
 
