@@ -30,7 +30,6 @@ from django.db import transaction
 from django.db.models import Exists, F, Func, OuterRef, Subquery
 
 from stateroom.errors import Conflict, NotFound, Unprocessable
-from stateroom.ids import is_valid_public_id
 from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 
@@ -74,9 +73,6 @@ class Value:
             text = storable_json(self.value, path)
             return self.type, text, None, len(text.encode())
         return self.type, None, self.data, len(self.data or b"")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "value": self.value, "data": self.data}
 
 
 @dataclass(frozen=True)
@@ -620,7 +616,3 @@ def _json(value: Any) -> Any:
     if value is None or not isinstance(value, str):
         return value
     return json.loads(value)
-
-
-def valid_thread_id(thread_id: str) -> bool:
-    return is_valid_public_id(thread_id)

@@ -33,9 +33,12 @@ def test_the_readme_langgraph_example_runs(server, client, operator):
     thread = threading.Thread(target=run)
     thread.start()
     deadline = time.monotonic() + 60
-    while not (pending := client.list_approvals(status="pending").results):
+    # Decide once `start` has returned (its line printed), as the operator would later:
+    # decided any earlier, `start` itself would go on and finish the graph.
+    while not out.getvalue():
         assert time.monotonic() < deadline and thread.is_alive(), failures
-        time.sleep(0.2)
+        time.sleep(0.1)
+    pending = client.list_approvals(status="pending").results
     operator.decide_approval(
         pending[0].approval_id,
         decision="edit",
