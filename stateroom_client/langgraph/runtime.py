@@ -147,7 +147,8 @@ def stateroom_interrupt(
                 with suppress(StateroomError):
                     _ensure_approval(binding.client, binding.run_id, raised)
         raise
-    return answers[0] if isinstance(answers, list) else answers
+    answer: dict[str, Any] = answers[0] if isinstance(answers, list) else answers
+    return answer
 
 
 def approval_id_for(run_id: str, interrupt_id: str) -> str:
@@ -196,6 +197,7 @@ class Asked:
 
     def answer(self, approval: Approval) -> Any:
         """Agent Inbox's answer for a decided approval, in the form the interrupt asked."""
+        response: dict[str, Any]
         if approval.decision == "edit":
             response = {
                 "type": "edit",

@@ -115,8 +115,8 @@ class _Codec:
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> dict[str, Any]:
-        body = dict(checkpoint)
-        values = body.pop("channel_values", None) or {}
+        body: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = body.pop("channel_values", None) or {}
         blobs = []
         for channel, version in new_versions.items():
             blob: dict[str, Any] = {"channel": channel, "version": version}
