@@ -21,14 +21,14 @@ urlpatterns = [
         name="api-checkpoint-detail",
     ),
     # LangGraph threads (a thread is a task): tasks_app/langgraph_api.py
-    path("tasks/<str:task_id>/langgraph", langgraph_api.thread, name="api-langgraph-thread"),
+    path("tasks/<pid:task_id>/langgraph", langgraph_api.thread, name="api-langgraph-thread"),
     path(
-        "tasks/<str:task_id>/langgraph/checkpoints",
+        "tasks/<pid:task_id>/langgraph/checkpoints",
         langgraph_api.checkpoints,
         name="api-langgraph-checkpoints",
     ),
-    path("tasks/<str:task_id>/langgraph/writes", langgraph_api.writes, name="api-langgraph-writes"),
-    path("tasks/<str:task_id>/langgraph/copy", langgraph_api.copy, name="api-langgraph-copy"),
-    path("tasks/<str:task_id>/langgraph/prune", langgraph_api.prune, name="api-langgraph-prune"),
+    path("tasks/<pid:task_id>/langgraph/writes", langgraph_api.writes, name="api-langgraph-writes"),
+    path("tasks/<pid:task_id>/langgraph/copy", langgraph_api.copy, name="api-langgraph-copy"),
+    path("tasks/<pid:task_id>/langgraph/prune", langgraph_api.prune, name="api-langgraph-prune"),
     path("langgraph/runs/delete", langgraph_api.delete_runs, name="api-langgraph-delete-runs"),
 ]

@@ -15,14 +15,24 @@ import binascii
 import json
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import not_found_first, parse_limit, validated
+from stateroom.api import DEFAULT_LIMIT, not_found_first, validated
 from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
+from stateroom.contract import (
+    NoQuery,
+    QuerySerializer,
+    StrictCharField,
+    StrictChoiceField,
+    StrictDictField,
+    StrictIntegerField,
+    StrictSerializer,
+    query,
+)
 from stateroom.errors import Unprocessable
 
 from .langgraph_store import (
@@ -44,24 +54,13 @@ def _store(request) -> GraphThreadStore:
     return GraphThreadStore(request.tenant, Actor.from_request(request))
 
 
-class Strict(serializers.Serializer):
-    """Unknown fields are refused (422), not dropped: a misspelt field must not vanish."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
-
-
-class ValueIn(Strict):
-    type = serializers.CharField(
+class ValueIn(StrictSerializer):
+    type = StrictCharField(
         max_length=TYPE_MAX,
         help_text="`json` (the value is in `value`) or the serializer's type (bytes in `data`)",
     )
     value = serializers.JSONField(required=False, allow_null=True)
-    data = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    data = StrictCharField(required=False, allow_blank=True)
 
     def validate(self, attrs):
         if attrs["type"] == JSON_TYPE:
@@ -80,25 +79,23 @@ class ValueIn(Strict):
 
 
 class BlobIn(ValueIn):
-    channel = serializers.CharField(max_length=255, trim_whitespace=False)
+    channel = StrictCharField(max_length=255)
     version = serializers.JSONField(help_text="The channel's version: a string or a number")
 
 
 class WriteIn(ValueIn):
-    idx = serializers.IntegerField(help_text="Index in the task's writes; < 0 for special channels")
-    channel = serializers.CharField(max_length=255, trim_whitespace=False)
+    idx = StrictIntegerField(help_text="Index in the task's writes; < 0 for special channels")
+    channel = StrictCharField(max_length=255)
 
 
-class PutIn(Strict):
-    checkpoint_ns = serializers.CharField(
-        max_length=255, allow_blank=True, trim_whitespace=False, default=""
-    )
-    checkpoint = serializers.DictField(
+class PutIn(StrictSerializer):
+    checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+    checkpoint = StrictDictField(
         help_text="LangGraph's checkpoint without channel_values (v, id, ts, channel_versions,"
         " versions_seen, ...)"
     )
-    metadata = serializers.DictField(required=False, default=dict)
-    parent_checkpoint_id = serializers.CharField(
+    metadata = StrictDictField(required=False, default=dict)
+    parent_checkpoint_id = StrictCharField(
         max_length=128, required=False, allow_blank=True, allow_null=True, default=""
     )
     blobs = BlobIn(
@@ -115,15 +112,11 @@ class PutOut(serializers.Serializer):
     checkpoint_id = serializers.CharField()
 
 
-class WritesIn(Strict):
-    checkpoint_ns = serializers.CharField(
-        max_length=255, allow_blank=True, trim_whitespace=False, default=""
-    )
-    checkpoint_id = serializers.CharField(max_length=128)
-    graph_task_id = serializers.CharField(max_length=128, help_text="LangGraph's task id")
-    graph_task_path = serializers.CharField(
-        max_length=512, allow_blank=True, required=False, default=""
-    )
+class WritesIn(StrictSerializer):
+    checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+    checkpoint_id = StrictCharField(max_length=128)
+    graph_task_id = StrictCharField(max_length=128, help_text="LangGraph's task id")
+    graph_task_path = StrictCharField(max_length=512, allow_blank=True, required=False, default="")
     writes = WriteIn(many=True)
 
 
@@ -131,16 +124,16 @@ class WritesOut(serializers.Serializer):
     written = serializers.IntegerField(help_text="Rows written; a repeated write is not counted")
 
 
-class CopyIn(Strict):
-    target_thread_id = serializers.CharField(max_length=128)
+class CopyIn(StrictSerializer):
+    target_thread_id = StrictCharField(max_length=128)
 
 
-class PruneIn(Strict):
-    strategy = serializers.ChoiceField(choices=STRATEGIES, default="keep_latest")
+class PruneIn(StrictSerializer):
+    strategy = StrictChoiceField(choices=STRATEGIES, default="keep_latest")
 
 
-class DeleteRunsIn(Strict):
-    run_ids = serializers.ListField(child=serializers.CharField(max_length=128), max_length=1000)
+class DeleteRunsIn(StrictSerializer):
+    run_ids = serializers.ListField(child=StrictCharField(max_length=128), max_length=1000)
 
 
 Counts = inline_serializer(
@@ -204,22 +197,33 @@ def tuple_data(row: CheckpointTuple) -> dict[str, Any]:
     }
 
 
-LIST_PARAMS = frozenset({"checkpoint_ns", "checkpoint_id", "before", "metadata", "limit", "cursor"})
+class ListQuery(QuerySerializer):
+    checkpoint_ns = serializers.CharField(
+        required=False, allow_blank=True, help_text="Only this namespace ('' is the root graph)"
+    )
+    checkpoint_id = serializers.CharField(required=False, help_text="Only this checkpoint")
+    before = serializers.CharField(required=False, help_text="Only checkpoints older than this id")
+    metadata = serializers.CharField(
+        required=False, help_text="A JSON object the checkpoint's metadata must contain"
+    )
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
+    )
+    cursor = serializers.CharField(
+        required=False, help_text="From the `next` URL of the previous page"
+    )
 
 
 def _list_query(request) -> dict[str, Any]:
-    params = request.query_params
-    unknown = sorted(set(params) - LIST_PARAMS)
-    if unknown:
-        raise Unprocessable(
-            "Unknown query parameters: " + ", ".join(unknown),
-            details={name: ["unknown query parameter"] for name in unknown},
-        )
-    query: dict[str, Any] = {"limit": parse_limit(request)}
+    """The list's filters; `checkpoint_ns=` (empty) is the root namespace, absent is every one."""
+    params = query(request, ListQuery)
+    if "checkpoint_ns" in request.query_params:
+        params["checkpoint_ns"] = request.query_params["checkpoint_ns"]
+    out: dict[str, Any] = {"limit": params.pop("limit", DEFAULT_LIMIT)}
     for name in ("checkpoint_ns", "checkpoint_id", "before"):
         if name in params:
-            query[name] = params[name]
-    if params.get("metadata"):
+            out[name] = params[name]
+    if "metadata" in params:
         try:
             metadata = json.loads(params["metadata"])
         except ValueError:
@@ -227,19 +231,17 @@ def _list_query(request) -> dict[str, Any]:
         if not isinstance(metadata, dict):
             raise Unprocessable(
                 "metadata must be a JSON object.",
-                details={
-                    "metadata": ["must be a JSON object (checkpoints whose metadata contains it)"]
-                },
+                details={"metadata": ["a JSON object the checkpoints' metadata contains"]},
             )
-        query["metadata"] = metadata
-    if params.get("cursor"):
+        out["metadata"] = metadata
+    if "cursor" in params:
         checkpoint_id, _, pk = params["cursor"].rpartition("~")
         if not checkpoint_id or not pk.isdigit():
             raise Unprocessable(
                 "cursor is not one this API gave.", details={"cursor": ["from a `next` URL only"]}
             )
-        query["after_key"] = (checkpoint_id, int(pk))
-    return query
+        out["after_key"] = (checkpoint_id, int(pk))
+    return out
 
 
 # --- views --------------------------------------------------------------------
@@ -248,18 +250,7 @@ def _list_query(request) -> dict[str, Any]:
     tags=TAGS,
     operation_id="langgraph_checkpoints_list",
     summary="A thread's checkpoints, newest first, with channel values and pending writes",
-    parameters=[
-        OpenApiParameter(
-            "checkpoint_ns", str, description="Only this namespace ('' is the root graph)"
-        ),
-        OpenApiParameter("checkpoint_id", str, description="Only this checkpoint"),
-        OpenApiParameter("before", str, description="Only checkpoints older than this id"),
-        OpenApiParameter(
-            "metadata", str, description="A JSON object the checkpoint's metadata must contain"
-        ),
-        OpenApiParameter("limit", int, description="Page size, 1-500 (default 50)"),
-        OpenApiParameter("cursor", str, description="From the `next` URL of the previous page"),
-    ],
+    parameters=[ListQuery],
     responses={200: CheckpointPage, **ERRORS_READ, 422: error("Invalid filter, limit or cursor")},
 )
 @extend_schema(
@@ -356,7 +347,9 @@ def writes(request, task_id: str):
 )
 @api_view(["DELETE"])
 def thread(request, task_id: str):
-    return Response(_store(request).delete_thread(thread_id=task_id))
+    store = _store(request)
+    not_found_first(lambda: query(request, NoQuery), lambda: store.thread(task_id))
+    return Response(store.delete_thread(thread_id=task_id))
 
 
 @extend_schema(
@@ -411,6 +404,5 @@ def prune(request, task_id: str):
 )
 @api_view(["POST"])
 def delete_runs(request):
-    body = DeleteRunsIn(data=request.data)
-    body.is_valid(raise_exception=True)
-    return Response(_store(request).delete_for_runs(run_ids=body.validated_data["run_ids"]))
+    data = validated(DeleteRunsIn, request, lookup=lambda: None)
+    return Response(_store(request).delete_for_runs(run_ids=data["run_ids"]))

@@ -53,18 +53,26 @@ THREAD_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 JSON_TYPE = "json"
 EMPTY_TYPE = "empty"
 PAGE_SIZE = 100
-_SCALARS = (str, int, bool, type(None))
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def _plain(value: Any, depth: int = 0) -> bool:
-    """True for JSON data of exactly the builtin types, which reads back exactly as written."""
+    """True for JSON data that the server stores as JSON and gives back exactly as written.
+
+    Exactly the builtin types; no NUL or lone surrogate (jsonb holds neither);
+    integers within ±(2**53 - 1) (what the server's canonical JSON keeps); and
+    floats with a fraction (an integral float such as 2.0 would read back as
+    the integer 2). Anything else goes through the serializer instead.
+    """
     kind = type(value)
     if kind is str:
         return "\x00" not in value and _encodes(value)
-    if kind in _SCALARS:
+    if kind is bool or value is None:
         return True
+    if kind is int:
+        return abs(value) <= MAX_SAFE_INTEGER
     if kind is float:
-        return math.isfinite(value)
+        return math.isfinite(value) and not value.is_integer()
     if depth > 32:
         return False
     if kind is dict:
