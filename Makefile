@@ -20,13 +20,15 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Stateroom needs Python >= 3.11 (set PYTHON=python3.11)")'
 	$(PYTHON) -m venv $(VENV)
 
+# The client is a distribution of its own (stateroom_client/pyproject.toml) that the
+# server depends on: install it editable first, in the same pip call.
 # The demo needs the app, the Agents SDK and LangGraph only; tests need the dev tools too.
-$(DEMO_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[agents,langgraph]"
+$(DEMO_STAMP): pyproject.toml stateroom_client/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ./stateroom_client -e ".[agents,langgraph]"
 	touch $@
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+$(STAMP): pyproject.toml stateroom_client/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ./stateroom_client -e ".[dev]"
 	touch $@ $(DEMO_STAMP)
 
 install: $(STAMP)

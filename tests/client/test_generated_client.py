@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "generate_sync_client.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "stateroom_client/scripts/generate_sync_client.py"
 
 
 def test_the_sync_client_is_generated_from_the_async_one():
@@ -11,6 +11,6 @@ def test_the_sync_client_is_generated_from_the_async_one():
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     assert generator.TARGET.read_text() == generator.generate(), (
-        "stateroom_client/client.py differs from what aio.py generates:"
-        " edit aio.py and run python scripts/generate_sync_client.py"
+        "stateroom_client/src/stateroom_client/client.py differs from what aio.py generates:"
+        " edit aio.py and run python stateroom_client/scripts/generate_sync_client.py"
     )

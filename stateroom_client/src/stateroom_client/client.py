@@ -1,6 +1,7 @@
 """The synchronous Stateroom client.
 
-Generated from `aio.py` by `scripts/generate_sync_client.py`: edit `aio.py`, not this file.
+Generated from `aio.py` by `stateroom_client/scripts/generate_sync_client.py`: edit `aio.py`,
+not this file.
 """
 
 from __future__ import annotations

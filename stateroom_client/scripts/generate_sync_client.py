@@ -1,11 +1,11 @@
 """Generate the synchronous client from the asynchronous one.
 
-`stateroom_client/aio.py` is the source; `stateroom_client/client.py` is this
+`src/stateroom_client/aio.py` is the source; `src/stateroom_client/client.py` is this
 script's output (async/await removed, async names mapped to their sync twins
 with `unasync`, then ruff-formatted). Edit `aio.py` and run
 
-    python scripts/generate_sync_client.py            # rewrite client.py
-    python scripts/generate_sync_client.py --check    # exit 1 if client.py is out of date
+    python stateroom_client/scripts/generate_sync_client.py            # rewrite client.py
+    python stateroom_client/scripts/generate_sync_client.py --check    # exit 1 if out of date
 
 A test (tests/client/test_generated_client.py) fails when they differ.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 import tokenize_rt
 import unasync
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "stateroom_client" / "aio.py"
-TARGET = ROOT / "stateroom_client" / "client.py"
+ROOT = Path(__file__).resolve().parent.parent  # the client's project: stateroom_client/
+SOURCE = ROOT / "src" / "stateroom_client" / "aio.py"
+TARGET = ROOT / "src" / "stateroom_client" / "client.py"
 
 REPLACEMENTS = {
     "AsyncStateroomClient": "StateroomClient",
@@ -33,7 +33,8 @@ REPLACEMENTS = {
 
 DOCSTRING = '''"""The synchronous Stateroom client.
 
-Generated from `aio.py` by `scripts/generate_sync_client.py`: edit `aio.py`, not this file.
+Generated from `aio.py` by `stateroom_client/scripts/generate_sync_client.py`: edit `aio.py`,
+not this file.
 """'''
 
 
@@ -63,7 +64,7 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         if TARGET.read_text() != generated:
             print(
-                f"{TARGET.relative_to(ROOT)} is out of date: run python scripts/generate_sync_client.py"
+                f"{TARGET.relative_to(ROOT)} is out of date: run python {Path(__file__).relative_to(ROOT.parent)}"
             )
             return 1
         return 0

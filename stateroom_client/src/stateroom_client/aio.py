@@ -1,7 +1,8 @@
 """The asynchronous Stateroom client.
 
-The source of `client.py` too: `scripts/generate_sync_client.py` generates the synchronous
-client from this file (the same methods, not awaited). Edit this one.
+The source of `client.py` too: `stateroom_client/scripts/generate_sync_client.py`
+generates the synchronous client from this file (the same methods, not awaited).
+Edit this one.
 """
 
 from __future__ import annotations

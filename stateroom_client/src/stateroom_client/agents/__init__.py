@@ -1,6 +1,6 @@
 """OpenAI Agents SDK adapter: sessions, approval gate, effect ledger, scripted model.
 
-Needs the SDK: ``pip install "stateroom[agents]"`` (openai-agents).
+Needs the SDK: ``pip install "stateroom-client[agents]"`` (openai-agents).
 
 - `StateroomSession`: the SDK `Session` protocol on a Stateroom session's items.
 - `ApprovalGate`: tool approvals become Stateroom approval requests; the run is
@@ -13,7 +13,7 @@ try:
     import agents as _sdk  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "stateroom_client.agents needs the OpenAI Agents SDK: pip install 'stateroom[agents]'"
+        "stateroom_client.agents needs the OpenAI Agents SDK: pip install 'stateroom-client[agents]'"
     ) from exc
 
 from .gate import ApprovalGate, GateOutcome, ResumeError, default_risk
