@@ -54,7 +54,7 @@ from stateroom_client.agents import (
     ApprovalGate,
     Reply,
     ResumeError,
-    ScriptedModel,
+    ScriptModel,
     ScriptView,
     StateroomSession,
     ToolCall,
@@ -165,7 +165,7 @@ def payments_agent() -> Agent[Any]:
     return Agent(
         name="payments-agent",
         instructions="Help customers with charges; refunds need an operator's approval.",
-        model=ScriptedModel(refund_script, tokens_per_turn=180),
+        model=ScriptModel(refund_script, tokens_per_turn=180),
         tools=[lookup_order, issue_refund],
     )
 
@@ -197,7 +197,7 @@ def support_agent() -> Agent[Any]:
     return Agent(
         name="support-assistant",
         instructions="Answer customers politely and look orders up.",
-        model=ScriptedModel(support_script, tokens_per_turn=120),
+        model=ScriptModel(support_script, tokens_per_turn=120),
         tools=[lookup_order],
     )
 

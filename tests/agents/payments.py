@@ -12,7 +12,7 @@ from typing import Any
 
 from agents import Agent
 
-from stateroom_client.agents import Reply, ScriptedModel, ScriptView, ToolCall, idempotent_tool
+from stateroom_client.agents import Reply, ScriptModel, ScriptView, ToolCall, idempotent_tool
 
 REFUND_LOG = "STATEROOM_TEST_REFUND_LOG"
 
@@ -47,7 +47,7 @@ def build_agent() -> Agent[Any]:
     return Agent(
         name="payments",
         instructions="Issue refunds when asked.",
-        model=ScriptedModel(script),
+        model=ScriptModel(script),
         tools=[issue_refund],
     )
 

@@ -21,7 +21,7 @@ from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient, ValidationError
-from stateroom_client.agents import ApprovalGate, GateOutcome, Reply, ScriptedModel, ToolCall
+from stateroom_client.agents import ApprovalGate, GateOutcome, Reply, ScriptModel, ToolCall
 from tenancy_app.scoping import in_tenant
 
 from .payments import build_agent, issue_refund, refunds_made, risk
@@ -293,7 +293,7 @@ def run_in_loop(factory):
 def test_two_calls_in_one_turn_are_asked_one_after_the_other(server, client, operator, refund_log):
     agent = Agent(
         name="payments",
-        model=ScriptedModel(
+        model=ScriptModel(
             [
                 [
                     ToolCall("issue_refund", {"order_id": "A-1", "amount_cents": 1200}),

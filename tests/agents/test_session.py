@@ -14,7 +14,7 @@ from agents import Agent, RunConfig, Runner
 from agents.memory import Session, SessionSettings
 
 from stateroom_client import AsyncStateroomClient
-from stateroom_client.agents import Reply, ScriptedModel, StateroomSession
+from stateroom_client.agents import Reply, ScriptModel, StateroomSession
 
 NO_TRACE = RunConfig(tracing_disabled=True)
 
@@ -31,7 +31,7 @@ def contents(items: list[Any]) -> list[Any]:
     return [item.get("content") for item in items]
 
 
-class RecordingModel(ScriptedModel):
+class RecordingModel(ScriptModel):
     """Answers `reply` and remembers the input of its last turn."""
 
     def __init__(self, reply: str) -> None:

@@ -6,7 +6,7 @@ Needs the SDK: ``pip install "stateroom-client[agents]"`` (openai-agents).
 - `ApprovalGate`: tool approvals become Stateroom approval requests; the run is
   checkpointed and resumes after the decision, in this process or another.
 - `idempotent_tool`: a `function_tool` whose side effect goes through the effect ledger.
-- `ScriptedModel`: a local `Model` that plays a script (tests, demos; no API key).
+- `ScriptModel`: a local `Model` that plays a script (tests, demos; no API key).
 """
 
 try:
@@ -17,7 +17,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .gate import ApprovalGate, GateOutcome, ResumeError, default_risk
-from .model import Reply, ScriptedModel, ScriptView, ToolCall
+from .model import Reply, ScriptModel, ScriptView, ToolCall
 from .session import StateroomSession
 from .tools import EffectFailed, EffectOutcomeUnknown, EffectUnrecorded, idempotent_tool
 
@@ -29,8 +29,8 @@ __all__ = [
     "GateOutcome",
     "Reply",
     "ResumeError",
+    "ScriptModel",
     "ScriptView",
-    "ScriptedModel",
     "StateroomSession",
     "ToolCall",
     "default_risk",

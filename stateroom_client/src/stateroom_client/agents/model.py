@@ -8,7 +8,7 @@ scripted tool-call rounds since the last user message), and the call ids are
 derived from the position in the conversation, so they are unique across the
 turns of a session and identical when a checkpointed run is replayed.
 
-    model = ScriptedModel(lambda view: [
+    model = ScriptModel(lambda view: [
         ToolCall("issue_refund", {"order_id": "A-1", "amount_cents": 1200}),
         Reply(f"Done: {view.last_output}"),
     ])
@@ -106,7 +106,7 @@ def view_of(input: str | list[TResponseInputItem]) -> ScriptView:
     )
 
 
-class ScriptedModel(Model):
+class ScriptModel(Model):
     """Plays `script(view)[view.step]`; past the end of the script it says `fallback`."""
 
     def __init__(
@@ -180,4 +180,4 @@ class ScriptedModel(Model):
         )
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError("ScriptedModel does not stream; use Runner.run")
+        raise NotImplementedError("ScriptModel does not stream; use Runner.run")
