@@ -33,8 +33,20 @@ def non_atomic_tenant_view(view):
     return view
 
 
+# Past this much, a refused body is left to the server (Django's and gunicorn's
+# servers also read what a request left unread before the next one).
+DRAIN_LIMIT = 64 * 1024 * 1024
+
+
 class RequestSizeLimitMiddleware:
-    """413 before anything reads a body over the configured limit."""
+    """413 before anything parses a body over the configured limit.
+
+    The refused body is read and dropped first: left unread on a keep-alive
+    connection, its bytes would be taken for the client's next request and the
+    server would drop the connection under that call. (WSGI does not let an
+    application answer `Connection: close`: it is a hop-by-hop header, which
+    wsgiref refuses and gunicorn ignores.)
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -45,6 +57,9 @@ class RequestSizeLimitMiddleware:
         except ValueError:
             length = 0
         if length > settings.STATEROOM_MAX_BODY_BYTES:
+            left = min(length, DRAIN_LIMIT)
+            while left > 0 and (chunk := request.read(min(left, 64 * 1024))):
+                left -= len(chunk)
             return JsonResponse(
                 {
                     "error": {

@@ -25,6 +25,7 @@ TARGET = ROOT / "src" / "stateroom_client" / "client.py"
 
 REPLACEMENTS = {
     "AsyncStateroomClient": "StateroomClient",
+    "AsyncHttpClients": "HttpClients",  # one httpx client per event loop -> one client
     "AsyncClient": "Client",  # httpx
     "AsyncBaseTransport": "BaseTransport",  # httpx
     "aclose": "close",

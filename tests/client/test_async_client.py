@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -160,3 +161,38 @@ def test_async_retries_follow_the_same_rule(server, proxy):
     asyncio.run(scenario())
     assert proxy.requests("POST", "/items") == [502, 200]
     assert proxy.requests("POST", "/close") == [502]
+
+
+def test_one_async_client_serves_every_event_loop_it_is_used_from(server):
+    """asyncio.run() after asyncio.run(), and loops in other threads at the same time.
+
+    httpx's pooled connections belong to the loop that opened them; reusing
+    one from a later loop fails with "Event loop is closed".
+    """
+    client = AsyncStateroomClient(server.url, server.token)
+    asyncio.run(client.create_session(user_id="u-1", session_id="s-1"))
+    for n in range(3):  # each asyncio.run is a new loop; the previous one is closed
+        asyncio.run(client.append_items("s-1", [ITEM], idempotency_key=f"k-{n}"))
+
+    def in_a_thread(n: int) -> int:
+        loop = asyncio.new_event_loop()
+        try:
+            result = loop.run_until_complete(
+                client.append_items("s-1", [ITEM], idempotency_key=f"thread-{n}")
+            )
+            return result.first_seq
+        finally:
+            loop.close()
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        seqs = sorted(pool.map(in_a_thread, range(6)))
+    assert seqs == [4, 5, 6, 7, 8, 9]
+
+    async def read_and_close() -> list[int]:
+        items = await client.get_items("s-1")
+        await client.close()
+        return [i.seq for i in items]
+
+    assert asyncio.run(read_and_close()) == list(range(1, 10))
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(client.get_session("s-1"))

@@ -15,6 +15,7 @@ retry would report a conflict with our own write.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,6 +39,12 @@ RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
     httpx.ConnectTimeout,
     httpx.RemoteProtocolError,
 )
+# A body at least this large is sent on a connection of its own (`Connection: close`).
+# A server may refuse it (413) before reading it, and the unread bytes left on a
+# keep-alive connection would be parsed as the next request: the call after it
+# would fail with "Server disconnected". Lowered to the server's limit once a 413
+# has told it.
+LARGE_BODY = 256 * 1024
 # How much longer than `wait` a long-poll may take before the client gives up.
 LONG_POLL_MARGIN = 10.0
 MAX_WAIT = 30
@@ -92,6 +99,34 @@ def clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not params:
         return None
     return {k: v for k, v in params.items() if v is not None}
+
+
+def encode_body(body: Mapping[str, Any] | None) -> bytes | None:
+    """The JSON of a request body, as httpx would send it (so its size is known first)."""
+    if body is None:
+        return None
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+def body_headers(content: bytes | None, large: int) -> dict[str, str]:
+    if content is None:
+        return {}
+    headers = {"Content-Type": "application/json"}
+    if len(content) >= large:
+        headers["Connection"] = "close"
+    return headers
+
+
+def large_after(response: httpx.Response, large: int) -> int:
+    """The size from which bodies go on their own connection, after `response`."""
+    if response.status_code != 413:
+        return large
+    try:
+        limit = response.json()["error"]["details"]["limit_bytes"]
+    except (ValueError, KeyError, TypeError):
+        return large
+    return min(large, limit) if isinstance(limit, int) and limit > 0 else large
 
 
 def retry_after(response: httpx.Response) -> float | None:

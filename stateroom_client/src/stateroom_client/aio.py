@@ -3,6 +3,11 @@
 The source of `client.py` too: `stateroom_client/scripts/generate_sync_client.py`
 generates the synchronous client from this file (the same methods, not awaited).
 Edit this one.
+
+One client may be used from any number of event loops, one after the other
+(`asyncio.run()` again, `Runner.run_sync`) or at once in several threads: each
+loop gets its own connections (`_http.py`; a `transport` given to the client is
+shared by all of them).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import httpx
 
 from . import models as m
 from ._core import (
+    LARGE_BODY,
     RETRY_EXCEPTIONS,
     RETRY_STATUSES,
     UNSET,
@@ -26,12 +32,16 @@ from ._core import (
     RetryPolicy,
     api_root,
     assert_decision,
+    body_headers,
     clean_params,
+    encode_body,
+    large_after,
     next_page,
     parse_response,
     retry_after,
     url,
 )
+from ._http import AsyncHttpClients
 from .errors import TransportError
 
 T = TypeVar("T")
@@ -61,15 +71,18 @@ class AsyncStateroomClient:
         self.root = api_root(base_url)
         self.timeout = timeout
         self.retry = RetryPolicy(retries=retries, backoff=backoff)
-        self._http = httpx.AsyncClient(
-            transport=transport,
-            timeout=timeout,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/json",
-                "User-Agent": "stateroom-client",
-                **(headers or {}),
-            },
+        self._large = LARGE_BODY
+        self._http = AsyncHttpClients(
+            lambda: httpx.AsyncClient(
+                transport=transport,
+                timeout=timeout,
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Accept": "application/json",
+                    "User-Agent": "stateroom-client",
+                    **(headers or {}),
+                },
+            )
         )
 
     async def __aenter__(self) -> AsyncStateroomClient:
@@ -83,16 +96,27 @@ class AsyncStateroomClient:
 
     # --- transport ----------------------------------------------------------
     async def _call(self, call: Call[T]) -> T:
+        content = encode_body(call.body)
         attempt = 0
+        resent = False
         while True:
             try:
-                response = await self._http.request(
+                response = await self._http.get().request(
                     call.method,
                     url(call, self.root),
                     params=clean_params(call.params),
-                    json=call.body,
+                    content=content,
+                    headers=body_headers(content, self._large),
                     timeout=call.timeout or self.timeout,
                 )
+            except httpx.WriteError as exc:
+                # The request was not delivered whole, so the server cannot have
+                # acted on it: send it once more, on a fresh connection, whatever
+                # the call (the broken connection has left the pool).
+                if not resent:
+                    resent = True
+                    continue
+                raise TransportError(str(exc) or "write failed", code="connection_error") from exc
             except RETRY_EXCEPTIONS as exc:
                 if call.retry and attempt < self.retry.retries:
                     await asyncio.sleep(self.retry.delay(attempt))
@@ -113,6 +137,7 @@ class AsyncStateroomClient:
                 await asyncio.sleep(self.retry.delay(attempt, retry_after(response)))
                 attempt += 1
                 continue
+            self._large = large_after(response, self._large)
             return parse_response(call, response)
 
     async def _pages(self, call: Call[m.Page[T]]) -> AsyncIterator[T]:

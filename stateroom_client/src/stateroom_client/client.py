@@ -16,6 +16,7 @@ import httpx
 
 from . import models as m
 from ._core import (
+    LARGE_BODY,
     RETRY_EXCEPTIONS,
     RETRY_STATUSES,
     UNSET,
@@ -24,12 +25,16 @@ from ._core import (
     RetryPolicy,
     api_root,
     assert_decision,
+    body_headers,
     clean_params,
+    encode_body,
+    large_after,
     next_page,
     parse_response,
     retry_after,
     url,
 )
+from ._http import HttpClients
 from .errors import TransportError
 
 T = TypeVar("T")
@@ -59,15 +64,18 @@ class StateroomClient:
         self.root = api_root(base_url)
         self.timeout = timeout
         self.retry = RetryPolicy(retries=retries, backoff=backoff)
-        self._http = httpx.Client(
-            transport=transport,
-            timeout=timeout,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/json",
-                "User-Agent": "stateroom-client",
-                **(headers or {}),
-            },
+        self._large = LARGE_BODY
+        self._http = HttpClients(
+            lambda: httpx.Client(
+                transport=transport,
+                timeout=timeout,
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Accept": "application/json",
+                    "User-Agent": "stateroom-client",
+                    **(headers or {}),
+                },
+            )
         )
 
     def __enter__(self) -> StateroomClient:
@@ -81,16 +89,27 @@ class StateroomClient:
 
     # --- transport ----------------------------------------------------------
     def _call(self, call: Call[T]) -> T:
+        content = encode_body(call.body)
         attempt = 0
+        resent = False
         while True:
             try:
-                response = self._http.request(
+                response = self._http.get().request(
                     call.method,
                     url(call, self.root),
                     params=clean_params(call.params),
-                    json=call.body,
+                    content=content,
+                    headers=body_headers(content, self._large),
                     timeout=call.timeout or self.timeout,
                 )
+            except httpx.WriteError as exc:
+                # The request was not delivered whole, so the server cannot have
+                # acted on it: send it once more, on a fresh connection, whatever
+                # the call (the broken connection has left the pool).
+                if not resent:
+                    resent = True
+                    continue
+                raise TransportError(str(exc) or "write failed", code="connection_error") from exc
             except RETRY_EXCEPTIONS as exc:
                 if call.retry and attempt < self.retry.retries:
                     time.sleep(self.retry.delay(attempt))
@@ -111,6 +130,7 @@ class StateroomClient:
                 time.sleep(self.retry.delay(attempt, retry_after(response)))
                 attempt += 1
                 continue
+            self._large = large_after(response, self._large)
             return parse_response(call, response)
 
     def _pages(self, call: Call[m.Page[T]]) -> Iterator[T]:

@@ -76,7 +76,12 @@ class AlreadyExists(Conflict):
 
 
 class PayloadTooLarge(StateroomError):
-    """413: the body is over the server's size limit."""
+    """413: the body is over the server's size limit; `limit` is that limit in bytes."""
+
+    @property
+    def limit(self) -> int | None:
+        value = self.details.get("limit_bytes")
+        return value if isinstance(value, int) else None
 
 
 class ValidationError(StateroomError):

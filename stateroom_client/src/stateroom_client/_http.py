@@ -1,0 +1,73 @@
+"""The httpx clients behind `StateroomClient` and `AsyncStateroomClient`.
+
+An `httpx.AsyncClient` keeps pooled connections that belong to the event loop
+that opened them. Used from another loop they fail ("Event loop is closed"
+after an `asyncio.run()` ended, or hang across threads), and agent code runs
+one client in many loops: `asyncio.run()` after `asyncio.run()`,
+`Runner.run_sync` with its own loop, a worker thread with another. So the
+async client keeps one `httpx.AsyncClient` per running loop, made on first
+use in that loop; those of loops that have closed are dropped (their
+connections ended with the loop). The sync client needs only one
+`httpx.Client`, which threads may share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import httpx
+
+CLOSED = "The Stateroom client is closed."
+
+
+class HttpClients:
+    """One `httpx.Client` for every call."""
+
+    def __init__(self, make: Callable[[], httpx.Client]) -> None:
+        self._client = make()
+        self._closed = False
+
+    def get(self) -> httpx.Client:
+        if self._closed:
+            raise RuntimeError(CLOSED)
+        return self._client
+
+    def close(self) -> None:
+        self._closed = True
+        self._client.close()
+
+
+class AsyncHttpClients:
+    """One `httpx.AsyncClient` per event loop that calls."""
+
+    def __init__(self, make: Callable[[], httpx.AsyncClient]) -> None:
+        self._make = make
+        self._by_loop: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._lock = threading.Lock()  # loops in several threads may call at once
+        self._closed = False
+
+    def get(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(CLOSED)
+            client = self._by_loop.get(loop)
+            if client is None:
+                for gone in [other for other in self._by_loop if other.is_closed()]:
+                    del self._by_loop[gone]
+                client = self._by_loop[loop] = self._make()
+            return client
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._closed = True
+            clients, self._by_loop = self._by_loop, {}
+        for owner, client in clients.items():
+            if owner is loop:
+                await client.aclose()
+            elif owner.is_running():
+                # Its connections can only be closed from their own loop.
+                asyncio.run_coroutine_threadsafe(client.aclose(), owner)
