@@ -15,13 +15,21 @@ import time
 from datetime import timedelta
 
 import pytest
-from agents import Agent
+from agents import Agent, RunConfig, Runner, function_tool
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient, ValidationError
-from stateroom_client.agents import ApprovalGate, GateOutcome, Reply, ScriptModel, ToolCall
+from stateroom_client.agents import (
+    ApprovalGate,
+    GateOutcome,
+    Reply,
+    ScriptModel,
+    StateroomSession,
+    ToolCall,
+    idempotent_tool,
+)
 from tenancy_app.scoping import in_tenant
 
 from .payments import build_agent, issue_refund, refunds_made, risk
@@ -29,6 +37,7 @@ from .payments import build_agent, issue_refund, refunds_made, risk
 CALL = "scripted-u1-s0-0"  # the scripted model's first tool call in a conversation
 REFUND = "Refund 1200 cents on order A-1"
 DONE = "Outcome: Refunded 1200 cents on order A-1."
+NO_TRACE = RunConfig(tracing_disabled=True)
 
 
 def test_approved_call_resumes_in_a_fresh_process_and_the_tool_runs_once(
@@ -352,3 +361,87 @@ def test_an_edit_is_refused_when_the_gate_did_not_declare_it(server, client, ope
     assert refused.value.code == "decision_not_allowed"
     assert operator.get_approval(approval_id).status == "pending"
     assert refunds_made(refund_log) == []
+
+
+def test_the_session_forgets_the_gates_run_when_the_run_ends(server, client, operator, refund_log):
+    """Items a later plain Runner.run adds are not recorded under the finished run."""
+
+    async def scenario() -> tuple[list[str | None], list[str | None]]:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            session = await StateroomSession.create(aclient, user_id="u-1", session_id="chat-9")
+            gate = ApprovalGate(aclient, build_agent(), risk_policy=risk)
+            waiting = await gate.run(REFUND, run_id="pay-9", session=session, wait=False)
+            after_pause = session.run_id
+            operator.decide_approval(f"pay-9:{CALL}", decision="approve", reason="ok")
+            done = await gate.resume("pay-9")
+            assert (waiting.status, done.status) == ("waiting_approval", "succeeded")
+            chat = Agent(name="chat", model=ScriptModel([Reply("You're welcome.")]))
+            succeeded = await ApprovalGate(aclient, chat).run(
+                "Thanks!", run_id="chat-10", session=session
+            )
+            assert succeeded.status == "succeeded"
+            after_end = session.run_id
+            await Runner.run(chat, "Bye!", session=session, run_config=NO_TRACE)
+            items = [i async for i in aclient.iter_items("chat-9")]
+            return [after_pause, after_end], [i.run_id for i in items]
+
+    run_ids, item_runs = asyncio.run(scenario())
+    assert run_ids == [None, None]
+    assert item_runs == ["pay-9"] * 4 + ["chat-10"] * 2 + ["", ""]  # "": no run
+
+
+def test_a_tool_output_over_the_size_limit_ends_the_run_failed_with_the_reason(
+    server, client, refund_log
+):
+    """Never left `running`: the run fails with `payload_too_large`; the effect is not redone."""
+    calls: list[str] = []
+
+    @idempotent_tool
+    def export_report(order_id: str) -> str:
+        """Export the order's full report.
+
+        Args:
+            order_id: The order.
+        """
+        calls.append(order_id)
+        return "x" * (1536 * 1024)  # 1.5 MB: over the default 1 MiB body limit
+
+    @function_tool
+    def dump_log(order_id: str) -> str:
+        """Dump the order's log.
+
+        Args:
+            order_id: The order.
+        """
+        return "y" * (1536 * 1024)
+
+    def agent(tool_name: str) -> Agent:
+        return Agent(
+            name="reports",
+            model=ScriptModel([ToolCall(tool_name, {"order_id": "A-1"}), Reply("Sent.")]),
+            tools=[export_report, dump_log],
+        )
+
+    async def scenario(tool_name: str, run_id: str) -> tuple[GateOutcome, GateOutcome]:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            session = await StateroomSession.create(aclient, user_id="u-1", session_id=run_id)
+            gate = ApprovalGate(aclient, agent(tool_name))
+            first = await gate.run("Send me the report", run_id=run_id, session=session)
+            again = await gate.resume(run_id)
+            return first, again
+
+    for tool_name, run_id in (("export_report", "rep-1"), ("dump_log", "rep-2")):
+        first, again = asyncio.run(scenario(tool_name, run_id))
+        assert first.status == again.status == "failed"
+        assert first.error["code"] == "payload_too_large"
+        assert first.error["limit_bytes"] == 1024 * 1024
+        run = client.get_run(run_id)
+        assert (run.status, run.error["code"]) == ("failed", "payload_too_large")
+        assert client.get_task(f"{run_id}.task").status == "failed"
+        assert client.get_session(run_id).attached_run_ids == []
+        assert [e.type for e in client.iter_events(run_id)][-1] == "agent.ended"
+
+    assert calls == ["A-1"]  # the ledgered tool ran once, resume or not
+    [effect] = client.list_run_effects("rep-1")
+    assert effect.status == "committed"
+    assert effect.result == {"output_too_large": {"limit_bytes": 1024 * 1024}}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agents import Agent, RunConfig, Runner
@@ -249,3 +250,62 @@ def test_concurrent_pops_never_return_the_same_item(server):
         assert contents(await session.get_items()) == ["a", "b"]
 
     run(server, body)
+
+
+def test_session_settings_given_as_a_dict_go_through_the_sdks_coercion(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(
+            client, user_id="u-1", session_id="s-1", session_settings={"limit": 2}
+        )
+        assert session.session_settings == SessionSettings(limit=2)
+        await session.add_items([{"role": "user", "content": f"Message {i}"} for i in range(4)])
+        assert contents(await session.get_items()) == ["Message 2", "Message 3"]
+        with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+            StateroomSession(client, "s-1", session_settings={"limitt": 1})
+        # Refused before anything is created on the server.
+        with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+            await StateroomSession.create(
+                client, user_id="u-1", session_id="s-2", session_settings={"limitt": 1}
+            )
+        assert [s.session_id for s in await client.list_sessions()] == ["s-1"]
+
+    run(server, body)
+
+
+def test_runner_run_sync_works_in_every_order_with_one_session_object(server):
+    """A session made in one event loop serves Runner.run_sync, asyncio.run and threads after it.
+
+    Each asyncio.run() closes its loop; Runner.run_sync runs on a loop of its
+    own. The session's client must not carry connections from one to another.
+    """
+    client = AsyncStateroomClient(server.url, server.token)
+    session = asyncio.run(StateroomSession.create(client, user_id="u-1", session_id="s-1"))
+    model = RecordingModel("ok")
+    agent = Agent(name="guide", model=model)
+
+    first = Runner.run_sync(agent, "one", session=session, run_config=NO_TRACE)
+    second = asyncio.run(Runner.run(agent, "two", session=session, run_config=NO_TRACE))
+    third = Runner.run_sync(agent, "three", session=session, run_config=NO_TRACE)
+
+    def in_a_thread() -> Any:  # a loop of its own, while this thread's loop stays open
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            return Runner.run_sync(agent, "four", session=session, run_config=NO_TRACE)
+        finally:
+            loop.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        fourth = pool.submit(in_a_thread).result(timeout=60)
+    assert [r.final_output for r in (first, second, third, fourth)] == ["ok"] * 4
+    assert [(i.get("role"), _text(i)) for i in model.last_input] == [
+        ("user", "one"),
+        ("assistant", "ok"),
+        ("user", "two"),
+        ("assistant", "ok"),
+        ("user", "three"),
+        ("assistant", "ok"),
+        ("user", "four"),
+    ]
+    assert len(asyncio.run(session.get_items())) == 8
+    asyncio.run(client.close())

@@ -55,17 +55,17 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from agents import Agent, RunConfig, Runner, RunState
 from agents.items import ToolApprovalItem
 
 from ..aio import AsyncStateroomClient
-from ..errors import AlreadyExists, NotFound, StateroomError, VersionConflict
+from ..errors import AlreadyExists, NotFound, PayloadTooLarge, StateroomError, VersionConflict
 from ..models import Approval, Run
 from .session import StateroomSession
 from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt
@@ -137,15 +137,23 @@ def approval_id_for(run_id: str, call_id: str) -> str:
     return safe if len(safe) <= 128 else "apr-" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
-def _halt_in(exc: BaseException) -> LedgerHalt | None:
+E = TypeVar("E", bound=BaseException)
+
+
+def _cause(exc: BaseException, kind: type[E]) -> E | None:
+    """`exc` or the first exception of type `kind` in its chain (the SDK wraps tool errors)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, LedgerHalt):
+        if isinstance(current, kind):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def _halt_in(exc: BaseException) -> LedgerHalt | None:
+    return _cause(exc, LedgerHalt)
 
 
 class ApprovalGate:
@@ -203,8 +211,11 @@ class ApprovalGate:
             await self._attach(session, run_id)
         await self.client.transition_run(run_id, expected_version=run.version, status="running")
         await self._event(run_id, "agent.started", {"agent": self.agent.name})
-        return await self._loop(
-            run_id, task_id, input, session, [], wait=wait, timeout=decision_timeout
+        outcome = GateOutcome(run_id, task_id, "running")
+        return await self._guarded(
+            outcome,
+            session,
+            self._loop(outcome, input, session, [], wait=wait, timeout=decision_timeout),
         )
 
     async def resume(
@@ -241,23 +252,52 @@ class ApprovalGate:
                 user_id=data["session"].get("user_id", ""),
                 run_id=run_id,
             )
-        return await self._loop(
-            run_id,
-            run.task_id,
-            state,
+        outcome = GateOutcome(run_id, run.task_id, "running")
+        return await self._guarded(
+            outcome,
             session,
-            list(data.get("calls") or []),
-            wait=wait,
-            timeout=decision_timeout,
-            interrupted=True,
-            recovering=True,
+            self._loop(
+                outcome,
+                state,
+                session,
+                list(data.get("calls") or []),
+                wait=wait,
+                timeout=decision_timeout,
+                interrupted=True,
+                recovering=True,
+            ),
         )
+
+    async def _guarded(
+        self,
+        outcome: GateOutcome,
+        session: StateroomSession | None,
+        loop: Coroutine[Any, Any, GateOutcome],
+    ) -> GateOutcome:
+        """The loop's outcome; a write over the server's size limit ends the run `failed`.
+
+        A tool output, a conversation or a checkpoint too large to store would
+        otherwise leave the run `running` with nothing to resume from.
+        """
+        try:
+            return await loop
+        except Exception as exc:
+            too_large = _cause(exc, PayloadTooLarge)
+            if too_large is None:
+                raise
+            error = {
+                "code": "payload_too_large",
+                "message": "The run wrote more than the server takes in one request"
+                f" ({too_large.limit} bytes): {too_large.message}",
+                "limit_bytes": too_large.limit,
+            }
+            await self._end(outcome, "failed", session, error=error)
+            return outcome
 
     # --- the loop ------------------------------------------------------------
     async def _loop(
         self,
-        run_id: str,
-        task_id: str,
+        outcome: GateOutcome,
         input: Any,
         session: StateroomSession | None,
         calls: list[dict[str, Any]],
@@ -267,7 +307,7 @@ class ApprovalGate:
         interrupted: bool = False,
         recovering: bool = False,
     ) -> GateOutcome:
-        outcome = GateOutcome(run_id, task_id, "running")
+        run_id, task_id = outcome.run_id, outcome.task_id
         while True:
             if interrupted:
                 state: RunState[Any] = input
@@ -289,6 +329,9 @@ class ApprovalGate:
                 approvals={c["call_id"]: c["approval_id"] for c in calls if c.get("approval_id")},
             )
             token = LEDGER.set(ledger)
+            # Items of this run carry its id while it runs, and only then: the
+            # session object outlives the run (later plain Runner.run calls).
+            previous_run_id = session.run_id if session is not None else None
             if session is not None:
                 session.run_id = run_id
             try:
@@ -302,6 +345,8 @@ class ApprovalGate:
             except Exception as exc:
                 outcome.executed += ledger.executed
                 outcome.replayed += ledger.replayed
+                if _cause(exc, PayloadTooLarge) is not None:
+                    raise  # ends the run failed (_guarded)
                 halt = _halt_in(exc)
                 if halt is not None:
                     return await self._halted(outcome, halt)
@@ -314,6 +359,8 @@ class ApprovalGate:
                 raise
             finally:
                 LEDGER.reset(token)
+                if session is not None:
+                    session.run_id = previous_run_id
             outcome.executed += ledger.executed
             outcome.replayed += ledger.replayed
             usage = {

@@ -24,7 +24,9 @@ SDK items are stored as the item's JSON in ``payload``, with ``item_type``
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from agents.items import TResponseInputItem
@@ -49,6 +51,30 @@ _ROLES = {
 }
 
 
+def coerce_settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """`SessionSettings` from what a caller passed, as the SDK's own sessions take it.
+
+    A dict goes through the SDK's `coerce_session_settings` where the SDK has
+    it, so an unknown key (``{"limitt": 1}``) is refused the same way; older
+    SDK releases get the same check here.
+    """
+    if value is None:
+        return SessionSettings()
+    if isinstance(value, SessionSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"session_settings must be SessionSettings or a dict, not {value!r}")
+    try:
+        from agents.memory.session_settings import coerce_session_settings
+    except ImportError:  # older SDK releases have no coerce_session_settings
+        known = {f.name for f in dataclasses.fields(SessionSettings)}
+        unknown = sorted(str(key) for key in value if key not in known)
+        if unknown:
+            raise TypeError(f"Unknown session settings: {', '.join(unknown)}") from None
+        return SessionSettings(**value)
+    return coerce_session_settings(dict(value))
+
+
 def to_stateroom(item: TResponseInputItem) -> dict[str, Any]:
     data = dict(item)
     item_type = str(data.get("type") or "message")
@@ -61,7 +87,11 @@ class StateroomSession:
 
     The Stateroom session must exist (see `create`). `run_id`, when set, is
     recorded on every item appended (the approval gate sets it while it runs).
+    `session_settings` (a `SessionSettings` or a dict of its fields) holds the
+    default `limit` of `get_items`, as for the SDK's own sessions.
     """
+
+    session_settings: SessionSettings | None  # as the SDK's `Session` protocol declares it
 
     def __init__(
         self,
@@ -70,13 +100,13 @@ class StateroomSession:
         *,
         user_id: str = "",
         run_id: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
+        self.session_settings = coerce_settings(session_settings)
         self.client = client
         self.session_id = session_id
         self.user_id = user_id
         self.run_id = run_id
-        self.session_settings = session_settings or SessionSettings()
 
     @classmethod
     async def create(
@@ -87,16 +117,17 @@ class StateroomSession:
         session_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lease_seconds: int | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> StateroomSession:
         """Create the Stateroom session and return the SDK session on it."""
+        settings = coerce_settings(session_settings)  # refused before anything is created
         record = await client.create_session(
             user_id=user_id,
             session_id=session_id or f"ses-{uuid.uuid4().hex[:16]}",
             metadata=metadata,
             lease_seconds=lease_seconds,
         )
-        return cls(client, record.session_id, user_id=user_id, session_settings=session_settings)
+        return cls(client, record.session_id, user_id=user_id, session_settings=settings)
 
     @classmethod
     async def open(
@@ -106,14 +137,15 @@ class StateroomSession:
         *,
         user_id: str,
         metadata: dict[str, Any] | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> StateroomSession:
         """The SDK session on `session_id`, creating the Stateroom session if it is missing."""
+        settings = coerce_settings(session_settings)
         try:
             await client.get_session(session_id)
         except NotFound:
             await client.create_session(user_id=user_id, session_id=session_id, metadata=metadata)
-        return cls(client, session_id, user_id=user_id, session_settings=session_settings)
+        return cls(client, session_id, user_id=user_id, session_settings=settings)
 
     # --- reading: newest first, folding tombstones ---------------------------
     async def _visible_newest_first(self, want: int | None) -> list[SessionItem]:

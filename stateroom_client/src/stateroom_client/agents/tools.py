@@ -40,7 +40,7 @@ from agents.tool import FunctionTool, default_tool_error_function
 from agents.tool_context import ToolContext
 
 from ..aio import AsyncStateroomClient
-from ..errors import IdempotencyKeyReused, StateroomError
+from ..errors import IdempotencyKeyReused, PayloadTooLarge, StateroomError
 from ..models import Effect
 
 
@@ -61,6 +61,10 @@ class EffectOutcomeUnknown(LedgerHalt):
 
 class EffectUnrecorded(LedgerHalt):
     """The tool ran but the ledger could not be told (or refused the call): stop, don't retry."""
+
+
+class OutputTooLarge(LedgerHalt):
+    """The tool ran and its effect is committed, but its output is too large to store."""
 
 
 class EffectFailed(Exception):
@@ -150,6 +154,17 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
     ledger.executed.append(ctx.tool_call_id)
     try:
         await ledger.client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
+    except PayloadTooLarge as exc:
+        # It happened, but its output is over the server's limit: record that it
+        # happened (so no resume runs it again) and stop the run (the gate ends
+        # it `failed` with `payload_too_large`).
+        await ledger.client.commit_effect(
+            effect.effect_id, result={"output_too_large": {"limit_bytes": exc.limit}}
+        )
+        raise OutputTooLarge(
+            f"{ctx.tool_name} ran, but its output is over the server's limit of"
+            f" {exc.limit} bytes; effect {effect.effect_id} is committed without it."
+        ) from exc
     except StateroomError as exc:
         # It happened, but the ledger still says "started": telling the model
         # the tool failed could make it try again. Stop; a resume will find
