@@ -80,8 +80,8 @@ class RetryPolicy:
         if retry_after is not None:
             # The server's hint, but never less than the backoff: a sub-second
             # wait can arrive rounded down to "Retry-After: 0".
-            return min(max(retry_after, base), 30.0)
-        return base * (0.5 + random.random() / 2)  # jitter: racing clients spread out
+            return float(min(max(retry_after, base), 30.0))
+        return float(base * (0.5 + random.random() / 2))  # jitter: racing clients spread out
 
 
 def api_root(base_url: str) -> str:
@@ -143,7 +143,8 @@ def raise_for_error(response: httpx.Response) -> None:
     status = response.status_code
     if status < 400:
         return
-    code, message, details = f"http_{status}", response.reason_phrase or "HTTP error", {}
+    code, message = f"http_{status}", response.reason_phrase or "HTTP error"
+    details: dict[str, Any] = {}
     try:
         body = response.json()
     except ValueError:

@@ -363,7 +363,7 @@ class ApprovalGate:
                     session.run_id = previous_run_id
             outcome.executed += ledger.executed
             outcome.replayed += ledger.replayed
-            usage = {
+            usage: dict[str, Any] = {
                 "token_used": result.context_wrapper.usage.total_tokens,
                 "turn_index": len(result.raw_responses),
             }

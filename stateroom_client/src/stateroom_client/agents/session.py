@@ -207,7 +207,8 @@ class StateroomSession:
                 )
             except IdempotencyKeyReused:
                 continue  # another caller popped this item first: take the next one
-            return item.payload
+            popped: TResponseInputItem = item.payload
+            return popped
 
     async def clear_session(self) -> None:
         await self.client.append_items(

@@ -30,9 +30,9 @@ import asyncio
 import contextvars
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, get_origin, get_type_hints
+from typing import Any, ParamSpec, TypeVar, get_origin, get_type_hints, overload
 
 from agents import function_tool
 from agents.run_context import RunContextWrapper
@@ -42,6 +42,9 @@ from agents.tool_context import ToolContext
 from ..aio import AsyncStateroomClient
 from ..errors import IdempotencyKeyReused, PayloadTooLarge, StateroomError
 from ..models import Effect
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class LedgerHalt(Exception):
@@ -184,16 +187,17 @@ def _takes_context(func: Callable[..., Any], hints: dict[str, Any]) -> bool:
     return origin is RunContextWrapper or origin is ToolContext
 
 
-def _guard(func: Callable[..., Any]) -> Callable[..., Any]:
+def _guard(func: Callable[P, R]) -> Callable[..., Awaitable[Any]]:
     """`func` with a leading ToolContext parameter (so the SDK passes the call id)."""
     hints = get_type_hints(func, include_extras=True)
     signature = inspect.signature(func)
     takes_context = _takes_context(func, hints)
     is_async = inspect.iscoroutinefunction(func)
+    call: Callable[..., Any] = func  # called with the arguments the SDK parsed for it
 
     async def guarded(ctx: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
         call_args = (ctx, *args) if takes_context else args
-        return await _through_ledger(ctx, lambda: func(*call_args, **kwargs), is_async)
+        return await _through_ledger(ctx, lambda: call(*call_args, **kwargs), is_async)
 
     params = list(signature.parameters.values())
     if takes_context:
@@ -209,15 +213,31 @@ def _guard(func: Callable[..., Any]) -> Callable[..., Any]:
         hints = {"ctx": ToolContext, **hints}
     guarded.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     guarded.__annotations__ = hints
-    guarded.__name__ = func.__name__
-    guarded.__qualname__ = func.__qualname__
+    guarded.__name__ = getattr(func, "__name__", "tool")
+    guarded.__qualname__ = getattr(func, "__qualname__", guarded.__name__)
     guarded.__doc__ = func.__doc__
     guarded.__module__ = func.__module__
     return guarded
 
 
-def idempotent_tool(func: Callable[..., Any] | None = None, /, **tool_kwargs: Any) -> Any:
-    """Like `agents.function_tool` (same keyword arguments), with the effect ledger."""
+@overload
+def idempotent_tool(func: Callable[P, R], /) -> FunctionTool: ...
+
+
+@overload
+def idempotent_tool(
+    func: None = None, /, **tool_kwargs: Any
+) -> Callable[[Callable[P, R]], FunctionTool]: ...
+
+
+def idempotent_tool(
+    func: Callable[P, R] | None = None, /, **tool_kwargs: Any
+) -> FunctionTool | Callable[[Callable[P, R]], FunctionTool]:
+    """Like `agents.function_tool` (same keyword arguments), with the effect ledger.
+
+    ``@idempotent_tool`` or ``@idempotent_tool(needs_approval=True, ...)`` on a
+    sync or async function; either way the result is the SDK's `FunctionTool`.
+    """
 
     user_failure = tool_kwargs.pop("failure_error_function", default_tool_error_function)
 
@@ -226,7 +246,7 @@ def idempotent_tool(func: Callable[..., Any] | None = None, /, **tool_kwargs: An
             raise error
         return user_failure(ctx, error)
 
-    def build(fn: Callable[..., Any]) -> FunctionTool:
+    def build(fn: Callable[P, R]) -> FunctionTool:
         return function_tool(_guard(fn), failure_error_function=on_failure, **tool_kwargs)
 
     return build(func) if func is not None else build
