@@ -283,9 +283,12 @@ def test_runner_run_sync_works_in_every_order_with_one_session_object(server):
     model = RecordingModel("ok")
     agent = Agent(name="guide", model=model)
 
+    policy = asyncio.get_event_loop_policy()
     first = Runner.run_sync(agent, "one", session=session, run_config=NO_TRACE)
+    sync_loops = [policy.get_event_loop()]  # run_sync's loop, which it leaves open
     second = asyncio.run(Runner.run(agent, "two", session=session, run_config=NO_TRACE))
     third = Runner.run_sync(agent, "three", session=session, run_config=NO_TRACE)
+    sync_loops.append(policy.get_event_loop())  # a new one: asyncio.run unset the first
 
     def in_a_thread() -> Any:  # a loop of its own, while this thread's loop stays open
         loop = asyncio.new_event_loop()
@@ -293,6 +296,7 @@ def test_runner_run_sync_works_in_every_order_with_one_session_object(server):
         try:
             return Runner.run_sync(agent, "four", session=session, run_config=NO_TRACE)
         finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())  # as asyncio.run does
             loop.close()
 
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -308,4 +312,7 @@ def test_runner_run_sync_works_in_every_order_with_one_session_object(server):
         ("user", "four"),
     ]
     assert len(asyncio.run(session.get_items())) == 8
+    for loop in sync_loops:  # what closing those loops would do: their connections close
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
     asyncio.run(client.close())

@@ -182,6 +182,7 @@ def test_one_async_client_serves_every_event_loop_it_is_used_from(server):
             )
             return result.first_seq
         finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())  # as asyncio.run does
             loop.close()
 
     with ThreadPoolExecutor(max_workers=3) as pool:

@@ -6,16 +6,19 @@ after an `asyncio.run()` ended, or hang across threads), and agent code runs
 one client in many loops: `asyncio.run()` after `asyncio.run()`,
 `Runner.run_sync` with its own loop, a worker thread with another. So the
 async client keeps one `httpx.AsyncClient` per running loop, made on first
-use in that loop; those of loops that have closed are dropped (their
-connections ended with the loop). The sync client needs only one
-`httpx.Client`, which threads may share.
+use in that loop. It is closed when its loop shuts down (`asyncio.run()` and
+the SDK's loops finalize async generators before closing, and one is tied to
+each client for that), or with `close()`; one left by a loop closed without
+that shutdown is dropped. The sync client needs only one `httpx.Client`,
+which threads may share.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 
 import httpx
 
@@ -39,12 +42,31 @@ class HttpClients:
         self._client.close()
 
 
+async def _closed_with_the_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Parked at its `yield`: the loop's `shutdown_asyncgens()` runs the `finally`."""
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+def _tie_to_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    keeper = _closed_with_the_loop(client)
+    # The first step runs to the `yield` at once (nothing in it waits) and makes
+    # the running loop track the generator, as a loop tracks each one it starts.
+    with contextlib.suppress(StopIteration):
+        keeper.asend(None).send(None)
+    return keeper
+
+
 class AsyncHttpClients:
     """One `httpx.AsyncClient` per event loop that calls."""
 
     def __init__(self, make: Callable[[], httpx.AsyncClient]) -> None:
         self._make = make
-        self._by_loop: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._by_loop: dict[
+            asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None, None]]
+        ] = {}
         self._lock = threading.Lock()  # loops in several threads may call at once
         self._closed = False
 
@@ -53,19 +75,20 @@ class AsyncHttpClients:
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED)
-            client = self._by_loop.get(loop)
-            if client is None:
+            held = self._by_loop.get(loop)
+            if held is None:
                 for gone in [other for other in self._by_loop if other.is_closed()]:
                     del self._by_loop[gone]
-                client = self._by_loop[loop] = self._make()
-            return client
+                client = self._make()
+                held = self._by_loop[loop] = (client, _tie_to_loop(client))
+            return held[0]
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
         with self._lock:
             self._closed = True
             clients, self._by_loop = self._by_loop, {}
-        for owner, client in clients.items():
+        for owner, (client, _keeper) in clients.items():
             if owner is loop:
                 await client.aclose()
             elif owner.is_running():
