@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import agents.memory.session_settings as sdk_settings
 from agents.items import TResponseInputItem
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
@@ -64,15 +65,17 @@ def coerce_settings(value: SessionSettings | Mapping[str, Any] | None) -> Sessio
         return value
     if not isinstance(value, Mapping):
         raise TypeError(f"session_settings must be SessionSettings or a dict, not {value!r}")
-    try:
-        from agents.memory.session_settings import coerce_session_settings
-    except ImportError:  # older SDK releases have no coerce_session_settings
-        known = {f.name for f in dataclasses.fields(SessionSettings)}
-        unknown = sorted(str(key) for key in value if key not in known)
-        if unknown:
-            raise TypeError(f"Unknown session settings: {', '.join(unknown)}") from None
-        return SessionSettings(**value)
-    return coerce_session_settings(dict(value))
+    coerce: Callable[[dict[str, Any]], SessionSettings] | None = getattr(
+        sdk_settings, "coerce_session_settings", None
+    )
+    if coerce is not None:
+        return coerce(dict(value))
+    # Older SDK releases have no coerce_session_settings: the same check here.
+    known = {f.name for f in dataclasses.fields(SessionSettings)}
+    unknown = sorted(str(key) for key in value if key not in known)
+    if unknown:
+        raise TypeError(f"Unknown session settings: {', '.join(unknown)}")
+    return SessionSettings(**value)
 
 
 def to_stateroom(item: TResponseInputItem) -> dict[str, Any]:
