@@ -7,11 +7,12 @@ DEMO_STAMP := $(VENV)/.demo-stamp
 DEMO_ADDR ?= 127.0.0.1:8000
 PYTEST_ARGS ?=
 
-.PHONY: help install demo test lint format bench stop-db clean
+.PHONY: help install demo test test-sdk-range lint format bench stop-db clean
 
 help:
 	@echo "make demo     - install, start PostgreSQL (embedded unless DATABASE_URL), migrate, load demo data, serve"
 	@echo "make test     - install and run the whole test suite"
+	@echo "make test-sdk-range - tests/agents on the lowest and the newest supported openai-agents"
 	@echo "make lint     - ruff check, format check and the layering contracts (lint-imports)"
 	@echo "make bench    - benchmarks, results in bench/results/"
 	@echo "make stop-db  - stop the embedded PostgreSQL (it keeps running between commands)"
@@ -42,6 +43,11 @@ demo: $(DEMO_STAMP)
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# tests/agents (and the SDK's own session tests) on both ends of the client's
+# openai-agents range, each in a venv of its own (.venv-sdk/).
+test-sdk-range:
+	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" scripts/test_sdk_range.sh
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -58,4 +64,4 @@ stop-db:
 	@if [ -x $(BIN)/python ]; then $(BIN)/python -m stateroom.database stop; fi
 
 clean: stop-db
-	rm -rf $(VENV) .stateroom staticfiles
+	rm -rf $(VENV) .venv-sdk .stateroom staticfiles
