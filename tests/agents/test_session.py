@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from agents import Agent, RunConfig, Runner
 from agents.memory import Session, SessionSettings
 
