@@ -17,6 +17,7 @@ import time
 import pytest
 
 from stateroom_client import AsyncStateroomClient, PayloadTooLarge, StateroomClient
+from tests.infra import gunicorn, subprocess_env
 
 LIMIT = 1024 * 1024  # the default STATEROOM_MAX_BODY_BYTES
 
@@ -40,6 +41,17 @@ def test_a_2mb_append_is_a_clean_payload_too_large_and_the_next_calls_succeed(se
             small = client.append_items("s-1", big_items(10), idempotency_key=f"small{attempt}")
             assert small.first_seq == attempt + 1
         assert [i.seq for i in client.get_items("s-1")] == [1, 2, 3]
+
+
+def test_under_gunicorn_too(server):
+    """The production server (sync workers), on the test database."""
+    with gunicorn(subprocess_env(CELERY_TASK_ALWAYS_EAGER="1")) as base:
+        with StateroomClient(base, server.token) as client:
+            client.create_session(user_id="u-1", session_id="s-1")
+            with pytest.raises(PayloadTooLarge) as refused:
+                client.append_items("s-1", big_items(2 * 1024 * 1024), idempotency_key="k")
+            assert refused.value.limit == LIMIT
+            assert client.append_items("s-1", big_items(10)).first_seq == 1
 
 
 def test_the_async_client_too(server):
