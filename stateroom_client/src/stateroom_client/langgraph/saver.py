@@ -70,7 +70,7 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if kind is bool or value is None:
         return True
     if kind is int:
-        return abs(value) <= MAX_SAFE_INTEGER
+        return bool(abs(value) <= MAX_SAFE_INTEGER)
     if kind is float:
         return math.isfinite(value) and not value.is_integer()
     if depth > 32:
