@@ -95,6 +95,9 @@ class ApprovalRequest(TenantOwned):
     response = models.TextField(blank=True, default="")
     # The runtime token that asked: the one allowed to cancel, and whose
     # webhook (if any) hears about the decision.
+    # Set when its content (arguments, reasons, response) was removed with its
+    # session's content; call_digest, status and who decided stay.
+    redacted_at = models.DateTimeField(null=True, blank=True)
     requested_by_token = models.ForeignKey(
         "tenancy_app.RuntimeToken",
         null=True,

@@ -10,10 +10,20 @@ since then.
 Lock order, everywhere: the run row first, then the approval row. Decisions,
 cancellations and expiries all lock both; the sweep only takes rows nobody
 holds (`skip_locked`), so nothing here can deadlock with itself.
+
+An approval shown pending can still happen: the inbox lists no approval
+whose run's session has ended, and a decision on one is 409 `session_ended`
+(the lifecycle orchestrator cancels them when the session ends). A run whose
+session's content deletion was requested takes no new approval (409
+`content_deleted`). The content of approvals (`CONTENT`: arguments, approved
+arguments, the reasons and response the model hears) is removed through
+`redact_content`; the audit log holds the runtime's reason and argument
+diffs only in detached, redactable payloads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -25,8 +35,10 @@ from django.db.models.functions import Concat
 from outbox_app.relay import enqueue
 from runs_app.models import Run, RunStatus
 from runs_app.store import RunStateStore
+from sessions_app.models import TERMINAL_SESSION_STATUSES
 from stateroom.canonical import canonical_json, digest
-from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
+from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
+from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
@@ -47,6 +59,35 @@ DECISIONS = tuple(Decision.values)
 RUNS_THE_CALL = frozenset({Decision.APPROVE, Decision.EDIT})
 REASON_REQUIRED_RISKS = frozenset({Risk.HIGH, Risk.CRITICAL})
 MAX_RESPONSE_LENGTH = 20_000
+
+APPROVAL_PAYLOADS = "approval_payloads"
+CONTENT: tuple[ContentClass, ...] = (
+    ContentClass(
+        name=APPROVAL_PAYLOADS,
+        label="Approval arguments, summaries, reasons and responses",
+        table=ApprovalRequest._meta.db_table,
+        fields=(
+            "arguments",
+            "approved_arguments",
+            "usual_arguments",
+            "argument_order",
+            "key_arguments",
+            "summary",
+            "reason",
+            "decision_reason",
+            "first_approval_reason",
+            "response",
+        ),
+        container=RUN,
+        removal="fields cleared",
+        retention="run_events_days",
+        kept=(
+            "Each approval's id, tool name, risk, call digest, run version, allowed "
+            "decisions, status, decision, who decided and when: the record that a person "
+            "decided this exact call."
+        ),
+    ),
+)
 
 
 def call_digest(tool_name: str, arguments: dict[str, Any]) -> str:
@@ -199,14 +240,27 @@ class ApprovalStore(BaseStore):
         return RunStateStore(self.tenant, self.actor, clock=self.now).get(run_id)
 
     def inbox(self) -> QuerySet[ApprovalRequest]:
-        """Pending, most urgent first: time left weighted by risk (`approvals_app.urgency`)."""
+        """Pending, most urgent first: time left weighted by risk (`approvals_app.urgency`).
+
+        Never one whose run's session has ended: it can no longer happen.
+        """
         pending = (
             self._approvals()
             .filter(status=ApprovalStatus.PENDING)
+            .exclude(run__session__status__in=TERMINAL_SESSION_STATUSES)
             .select_related("run", "run__session")
             .defer("search")
         )
         return order_by_urgency(pending, self.now())
+
+    def can_still_happen(self, approval: ApprovalRequest) -> bool:
+        """Pending, and its run's session (if any) neither ended nor being deleted."""
+        session = approval.run.session if approval.run.session_id else None
+        return (
+            approval.status == ApprovalStatus.PENDING
+            and approval.run.content_fenced_at is None
+            and (session is None or session.status not in TERMINAL_SESSION_STATUSES)
+        )
 
     def digest(self, approval: ApprovalRequest) -> str:
         """What a console embeds to bind a decision to the call it showed."""
@@ -247,6 +301,8 @@ class ApprovalStore(BaseStore):
         now = self.now()
         with transaction.atomic():
             run = self.get_run(run_id)
+            if run.content_fenced_at is not None:
+                raise ContentDeleted("run", run_id=run_id)
             self._validate_request(
                 tool_name=tool_name,
                 arguments=arguments,
@@ -311,7 +367,8 @@ class ApprovalStore(BaseStore):
                     "run_version": moved.version,
                     "allowed_decisions": allowed,
                 },
-                reason=reason,
+                # The runtime's reason is its own text: a detached payload, not the log.
+                content={"reason": reason},
             )
         return approval
 
@@ -354,6 +411,7 @@ class ApprovalStore(BaseStore):
             run, approval = self._lock(approval_id)
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
+            self._refuse_if_over(run)
             if decision not in approval.allowed_decisions:
                 raise Unprocessable(
                     f"The runtime cannot honour '{decision}' for this call.",
@@ -479,6 +537,7 @@ class ApprovalStore(BaseStore):
 
         Called by `actions_app.runs.RunActions` in the transaction that ends
         the run, which holds the run's row lock (lock order: run, then approval).
+        The requesting runtime's webhook hears of it, as of a decision.
         """
         withdrawn = 0
         for approval in (
@@ -493,8 +552,60 @@ class ApprovalStore(BaseStore):
                 after={"status": approval.status, "run_status": run.status},
                 reason=reason,
             )
+            self._notify(approval)
             withdrawn += 1
         return withdrawn
+
+    # --- lifecycle: content -------------------------------------------------
+    CONTENT = CONTENT
+
+    def approval_ids_of_runs(self, run_pks: Iterable[int]) -> list[str]:
+        return list(
+            self._approvals()
+            .filter(run__in=list(run_pks))
+            .order_by("pk")
+            .values_list("approval_id", flat=True)
+        )
+
+    def pending(self, *, limit: int) -> list[ApprovalRequest]:
+        """Pending approvals, oldest first, with their runs (for the lifecycle's reconciler)."""
+        return list(
+            self._approvals()
+            .filter(status=ApprovalStatus.PENDING)
+            .select_related("run", "run__session")
+            .order_by("id")[:limit]
+        )
+
+    def _content_rows(self, name: str, runs: Iterable[int]) -> QuerySet[ApprovalRequest]:
+        content_class(CONTENT, name)
+        return self._approvals().filter(run__in=list(runs), redacted_at__isnull=True)
+
+    def content_left(self, name: str, containers: Iterable[int]) -> int:
+        return self._content_rows(name, containers).count()
+
+    def redact_content(
+        self, name: str, container: int, *, after: Any, limit: int, now: datetime
+    ) -> Batch:
+        """Clear the content of up to `limit` approvals of one run (in the caller's transaction)."""
+        return redact_in_key_order(
+            self._content_rows(name, [container]),
+            "pk",
+            after=after,
+            limit=limit,
+            remove=lambda qs: qs.update(
+                arguments={},
+                approved_arguments=None,
+                usual_arguments=None,
+                argument_order=[],
+                key_arguments=[],
+                summary="",
+                reason="",
+                decision_reason="",
+                first_approval_reason="",
+                response="",
+                redacted_at=now,
+            ),
+        )
 
     # --- internals --------------------------------------------------------
     def _validate_request(
@@ -532,10 +643,27 @@ class ApprovalStore(BaseStore):
     def _lock(self, approval_id: str) -> tuple[Run, ApprovalRequest]:
         """Lock the run, then the approval (the one lock order of this module)."""
         head = self.get(approval_id)
-        run = Run.objects.select_for_update().get(tenant=self.tenant, pk=head.run_id)
+        run = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("session")
+            .get(tenant=self.tenant, pk=head.run_id)
+        )
         approval = self._approvals().select_for_update().get(pk=head.pk)
         approval.run = run
         return run, approval
+
+    @staticmethod
+    def _refuse_if_over(run: Run) -> None:
+        """A decision needs a live session: one that ended (or is being deleted) takes none."""
+        if run.content_fenced_at is not None:
+            raise ContentDeleted("run", run_id=run.run_id)
+        session = run.session if run.session_id else None
+        if session is not None and session.status in TERMINAL_SESSION_STATUSES:
+            raise Conflict(
+                f"The run's session is {session.status}; this approval can no longer happen.",
+                code="session_ended",
+                details={"session_id": session.session_id, "session_status": session.status},
+            )
 
     def _is_due(self, approval: ApprovalRequest) -> bool:
         return approval.expires_at is not None and approval.expires_at <= self.now()
@@ -622,10 +750,6 @@ class ApprovalStore(BaseStore):
             ]
         )
         after: dict[str, Any] = {"status": approval.status, "first_approved_by": self.actor.label}
-        if approved_arguments is not None:
-            after["approved_arguments_diff"] = arguments_diff(
-                approval.arguments, approved_arguments
-            )
         self.audit(
             "approval.first_approval",
             target_type="approval",
@@ -633,6 +757,7 @@ class ApprovalStore(BaseStore):
             before={"status": ApprovalStatus.PENDING},
             after=after,
             reason=reason,
+            content=_diff_content(approval.arguments, approved_arguments),
         )
         return approval
 
@@ -655,9 +780,7 @@ class ApprovalStore(BaseStore):
         if approval.first_approved_by:
             after["first_approved_by"] = approval.first_approved_by
         if approved_arguments is not None:
-            after["approved_arguments_diff"] = arguments_diff(
-                approval.arguments, approved_arguments
-            )
+            after["approved_arguments_digest"] = call_digest(approval.tool_name, approved_arguments)
         self.audit(
             f"approval.{status}",
             target_type="approval",
@@ -665,6 +788,7 @@ class ApprovalStore(BaseStore):
             before={"status": ApprovalStatus.PENDING},
             after=after,
             reason=reason,
+            content=_diff_content(approval.arguments, approved_arguments),
         )
         self._notify(approval)
 
@@ -744,6 +868,15 @@ class ApprovalStore(BaseStore):
             task=notify_decision.name,
             args=[self.tenant.pk, approval.approval_id],
         )
+
+
+def _diff_content(
+    arguments: dict[str, Any], approved_arguments: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """What an edit changed in the call: argument values are content, so a detached payload."""
+    if approved_arguments is None:
+        return None
+    return {"approved_arguments_diff": arguments_diff(arguments, approved_arguments)}
 
 
 def _allowed_decisions(allowed: Any) -> list[str]:

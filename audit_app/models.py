@@ -6,6 +6,9 @@ from tenancy_app.models import TenantOwned
 class AuditEvent(TenantOwned):
     """Append-only record of an operator/admin action or a lifecycle transition.
 
+    It keeps references, digests and people's own words, never content a
+    runtime or an end user wrote: that goes to its `AuditPayload`.
+
     Events of one tenant form a hash chain (`prev_hash` → `hash`) in `seq`
     order, so a changed or removed row is detectable (`manage.py verify_audit`).
     On PostgreSQL a trigger refuses UPDATE and DELETE.
@@ -29,6 +32,10 @@ class AuditEvent(TenantOwned):
     canon = models.PositiveSmallIntegerField(default=2)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    # sha256 of the detached payload's canonical JSON (AuditPayload), when the
+    # event carries content a runtime wrote; part of `hash`, so the chain
+    # still verifies after the payload is deleted.
+    payload_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         constraints = [
@@ -42,3 +49,30 @@ class AuditEvent(TenantOwned):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.action} {self.target_type}:{self.target_id}"
+
+
+class AuditPayload(TenantOwned):
+    """Content an audit event must show but the append-only log may not keep.
+
+    What a runtime wrote (an approval's reason, a runtime token's reasons,
+    diffs of tool arguments) is stored here, detached from its event, whose
+    `payload_hash` chains a digest of it. Deleting a session's content
+    deletes the payloads of the events about it; the chain still verifies.
+    """
+
+    event = models.OneToOneField(AuditEvent, on_delete=models.PROTECT, related_name="payload")
+    # The event's target, copied: content is deleted per subject.
+    target_type = models.CharField(max_length=32)
+    target_id = models.CharField(max_length=128)
+    content = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["tenant", "target_type", "target_id", "id"], name="audit_payload_target_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"payload of {self.event_id}"

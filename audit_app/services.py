@@ -1,4 +1,10 @@
-"""The audit recorder: one function every store calls inside its transaction."""
+"""The audit recorder: one function every store calls inside its transaction.
+
+An event keeps references, digests and people's own words. Content a
+runtime or an end user wrote goes to a detached `AuditPayload` whose sha256
+is chained in the event (`payload_hash`): the caller passes it as `content`,
+and the reason given by a runtime token (not a person) goes there too.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from tenancy_app.models import Tenant
 
 from .actor import Actor
-from .models import AuditEvent
+from .models import AuditEvent, AuditPayload
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +83,8 @@ def compute_hash(event: AuditEvent) -> str:
         "user_agent": event.user_agent,
         "prev_hash": event.prev_hash,
     }
+    if event.payload_hash:  # events without a detached payload keep the hashes they had
+        body["payload_hash"] = event.payload_hash
     return hashlib.sha256(canonical_bytes(body)).hexdigest()
 
 
@@ -100,6 +108,11 @@ def _legacy_hash(event: AuditEvent) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def payload_digest(content: Any) -> str:
+    """sha256 of a detached payload's canonical JSON (RFC 8785), what its event chains."""
+    return hashlib.sha256(canonical_bytes(content)).hexdigest()
+
+
 def record_event(
     *,
     tenant: Tenant,
@@ -110,14 +123,25 @@ def record_event(
     before: Mapping[str, Any] | None = None,
     after: Mapping[str, Any] | None = None,
     reason: str = "",
+    content: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
-    """Append one event to the tenant's chain, in the caller's transaction."""
+    """Append one event to the tenant's chain, in the caller's transaction.
+
+    `content` is what a runtime or an end user wrote and the event must show:
+    it is stored as the event's detached payload. A runtime token's `reason`
+    is such content too (people's reasons stay on the event).
+    """
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
         raise RuntimeError("audit events are recorded inside the transaction of the change")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_AUDIT_LOCK_CLASS, tenant.pk])
     last = AuditEvent.objects.filter(tenant=tenant).order_by("-seq").values("seq", "hash").first()
+    content = dict(content or {})
+    if reason and actor.kind == "token":
+        content.setdefault("reason", reason)
+        reason = ""
+    content = _jsonable({k: v for k, v in content.items() if v not in (None, "", {}, [])})
     event = AuditEvent(
         tenant=tenant,
         seq=(last["seq"] + 1) if last else 1,
@@ -135,20 +159,42 @@ def record_event(
         ip=actor.ip,
         user_agent=actor.user_agent,
         prev_hash=last["hash"] if last else GENESIS_HASH,
+        payload_hash=payload_digest(content) if content else "",
     )
     event.hash = compute_hash(event)
     event.save(force_insert=True)
+    if content:
+        AuditPayload.objects.create(
+            tenant=tenant,
+            event=event,
+            target_type=event.target_type,
+            target_id=event.target_id,
+            content=content,
+            created_at=event.created_at,
+        )
     return event
 
 
 def verify_chain(tenant: Tenant) -> AuditEvent | None:
-    """Return the first event whose link or content does not check out, else None."""
+    """Return the first event whose link or content does not check out, else None.
+
+    A detached payload that still exists must match its event's `payload_hash`;
+    one that was deleted (with its session's content) leaves the chain intact.
+    """
+    tampered = {
+        event_id
+        for event_id, content, digest in AuditPayload.objects.filter(tenant=tenant)
+        .values_list("event_id", "content", "event__payload_hash")
+        .iterator(chunk_size=2000)
+        if payload_digest(content) != digest
+    }
     expected_prev, expected_seq = GENESIS_HASH, 1
     for event in AuditEvent.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
         if (
             event.seq != expected_seq
             or event.prev_hash != expected_prev
             or compute_hash(event) != event.hash
+            or event.pk in tampered
         ):
             return event
         expected_prev, expected_seq = event.hash, event.seq + 1

@@ -2,8 +2,8 @@
 
 A fresh closed session (100,000 items at the default scale, plus 5 runs with
 their events and a task with 20 checkpoints of ~10 KB) is generated outside
-the timing, its deletion is requested through `ContentDeletionStore.request`
-(not enqueued) and `ContentDeletionStore.run` is timed as the Celery task
+the timing, its deletion is requested through `DeletionStore.request`
+(not enqueued) and `DeletionStore.run` is timed as the Celery task
 would call it. Every transaction the job opens is timed at the connection:
 from the switch out of autocommit to the switch back after COMMIT.
 """
@@ -85,7 +85,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     from django.db import connection
 
     from audit_app.actor import Actor
-    from sessions_app.deletion import ContentDeletionStore, remaining
+    from lifecycle_app.content import Owners, content_left, resolve
+    from lifecycle_app.deletion import DeletionStore
     from sessions_app.models import Session
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
@@ -95,7 +96,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     items = scale.deletion_items or scale.timeline_items
     made = create_deletion_session(url, tenant.pk, session_id, items)
     log(f"  generated {session_id}: {made}")
-    store = ContentDeletionStore(tenant, Actor.system("bench"))
+    store = DeletionStore(tenant, Actor.system("bench"))
     with in_tenant(tenant):
         deletion = store.request(session_id=session_id, reason="benchmark", enqueue=False)
     with in_tenant(tenant, atomic=False), transaction_timer(connection) as tx:
@@ -104,7 +105,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         elapsed = time.perf_counter() - started
     with in_tenant(tenant):
         session = Session.objects.get(tenant=tenant, session_id=session_id)
-        left = {cls: remaining(tenant, session, cls).count() for cls in deletion.counts}
+        owners = Owners.build(tenant, Actor.system("bench"), store.now)
+        left = content_left(owners, resolve(owners, session), list(deletion.counts))
     left_raw = content_left(url, tenant.pk, session_id)
     rows = sum(deletion.counts.values())
     txs = Sample(tx, elapsed)

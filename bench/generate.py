@@ -78,9 +78,9 @@ def tables() -> dict[str, str]:
     from approvals_app.models import ApprovalRequest
     from audit_app.models import AuditEvent
     from effects_app.models import ExternalEffect
+    from lifecycle_app.models import Deletion
     from runs_app.models import NodeExecution, Run, RunEvent, RunTransition
     from sessions_app.models import (
-        ContentDeletion,
         ItemAppend,
         Session,
         SessionAttachment,
@@ -93,7 +93,7 @@ def tables() -> dict[str, str]:
         "item": SessionItem._meta.db_table,
         "item_append": ItemAppend._meta.db_table,
         "attachment": SessionAttachment._meta.db_table,
-        "deletion": ContentDeletion._meta.db_table,
+        "deletion": Deletion._meta.db_table,
         "run": Run._meta.db_table,
         "run_event": RunEvent._meta.db_table,
         "run_transition": RunTransition._meta.db_table,

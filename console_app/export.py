@@ -76,6 +76,7 @@ def item_record(item: StoredItem) -> dict[str, Any]:
 
 
 def audit_record(event: AuditEvent) -> dict[str, Any]:
+    """The event, and what a runtime wrote for it (its detached payload) while that exists."""
     return {
         "type": "audit",
         "seq": event.seq,
@@ -88,6 +89,7 @@ def audit_record(event: AuditEvent) -> dict[str, Any]:
         "reason": event.reason,
         "before": event.before,
         "after": event.after,
+        "content": getattr(event, "payload_content", None),
     }
 
 
@@ -106,8 +108,12 @@ def records(tenant: Tenant, actor: Actor, session: Session) -> Iterator[dict[str
         about = _audit_targets(tenant, actor, session)
 
     def events(after: int, size: int) -> list[AuditEvent]:
-        found = AuditStore(tenant, actor).list_events().filter(about, seq__gt=after)
-        return list(found.order_by("seq")[:size])
+        store = AuditStore(tenant, actor)
+        found = list(store.list_events().filter(about, seq__gt=after).order_by("seq")[:size])
+        payloads = store.payloads(found)
+        for event in found:
+            event.payload_content = payloads.get(event.pk)
+        return found
 
     for event in read_in_chunks(tenant, events, key=lambda event: event.seq, size=CHUNK):
         yield audit_record(event)
@@ -179,7 +185,8 @@ def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
                     yield "_No conversation items._\n\n"
                 yield "## Audit events\n\n"
                 in_audit = True
-            reason = " ".join(row["reason"].split())
+            said = row["reason"] or (row["content"] or {}).get("reason") or ""
+            reason = " ".join(str(said).split())
             reason = f" — reason: {reason}" if reason else ""
             yield (
                 f"- #{row['seq']} {row['created_at']} **{row['action']}** by {row['actor']} "

@@ -10,10 +10,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 import approvals_app.urls
+import lifecycle_app.urls
 import runs_app.urls
 import sessions_app.urls
 import tasks_app.urls
 import tenancy_app.urls
+from lifecycle_app import views as lifecycle
 from tenancy_app import login as tenancy_login
 from tenancy_app import views as tenancy_views
 
@@ -51,8 +53,17 @@ urlpatterns = [
             path("<str:session_id>/", sessions.session_detail, name="detail"),
             path("<str:session_id>/items", sessions.session_items, name="items"),
             path("<str:session_id>/export.<str:fmt>", sessions.export, name="export"),
+            path("<str:session_id>/close", lifecycle.close, name="close"),
+            path("<str:session_id>/expire", lifecycle.expire, name="expire"),
+            path("<str:session_id>/delete", lifecycle.delete, name="delete"),
+            path(
+                "<str:session_id>/deletions/<str:deletion_id>/",
+                lifecycle.deletion_progress,
+                name="deletion",
+            ),
         ),
     ),
+    path("t/<slug:tenant_slug>/erasures/", include(lifecycle_app.urls)),
     path(
         "t/<slug:tenant_slug>/runs/",
         _namespace(

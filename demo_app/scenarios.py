@@ -17,8 +17,9 @@ from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.endings import SessionEndings
 from runs_app.store import RunStateStore
-from sessions_app.deletion import ContentDeletionStore
 from sessions_app.store import SessionStore
 from tasks_app.store import TaskStateStore
 from tenancy_app.models import RuntimeToken, Tenant
@@ -356,26 +357,25 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
         made["sessions"] += 1
     with in_tenant(tenant):
         sessions = SessionStore(tenant, admin)
+        endings = SessionEndings(tenant, admin)
         sessions.mark_idle(session_id=f"support-{tenant.slug}-001")
-        sessions.close(
-            session_id=f"support-{tenant.slug}-005", reason="Customer confirmed resolved"
-        )
-        sessions.expire(session_id=f"support-{tenant.slug}-006", reason="Abandoned conversation")
-        sessions.close(session_id=f"support-{tenant.slug}-007", reason="Escalated to legal")
+        endings.close(session_id=f"support-{tenant.slug}-005", reason="Customer confirmed resolved")
+        endings.expire(session_id=f"support-{tenant.slug}-006", reason="Abandoned conversation")
+        endings.close(session_id=f"support-{tenant.slug}-007", reason="Escalated to legal")
         sessions.set_legal_hold(
             session_id=f"support-{tenant.slug}-007",
             on=True,
             reason="Chargeback dispute, keep records",
         )
-        sessions.close(session_id=f"support-{tenant.slug}-008", reason="GDPR erasure request")
-        deletions = ContentDeletionStore(tenant, admin)
+        endings.close(session_id=f"support-{tenant.slug}-008", reason="GDPR erasure request")
+        deletions = DeletionStore(tenant, admin)
         job = deletions.request(
             session_id=f"support-{tenant.slug}-008",
             reason="GDPR Art. 17 request #4411",
             enqueue=False,
         )
     with in_tenant(tenant):
-        ContentDeletionStore(tenant, admin).run(deletion_id=job.deletion_id)
+        DeletionStore(tenant, admin).run(deletion_id=job.deletion_id)
 
     risks = ["critical", "high", "high", "medium", "medium", "low", "low", "medium"]
     pending = []

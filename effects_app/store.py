@@ -8,11 +8,18 @@ instead of repeating it. An effect whose outcome was lost in a crash is
 
 record/commit/fail are runtime hot-path writes and are not audited; marking an
 effect unknown and settling it are audited.
+
+Once a deletion of its run's session's content is requested, the run is
+fenced and record/commit/fail are 409 `content_deleted`. Content
+(`CONTENT`: request, result, error) is redacted through `redact_content`;
+key, digest, tool and status stay, so idempotency still holds for any other
+run that records the same key.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +29,8 @@ from django.db.models import Q, QuerySet
 from approvals_app.models import ApprovalRequest
 from runs_app.models import Run
 from stateroom.canonical import legacy_digest
-from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
+from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
+from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from tasks_app.state import canonical_json, digest, storable_json
@@ -37,6 +45,24 @@ KEY_MAX = ExternalEffect._meta.get_field("idempotency_key").max_length
 TOOL_MAX = ExternalEffect._meta.get_field("tool_name").max_length
 NODE_MAX = ExternalEffect._meta.get_field("node_id").max_length
 SETTLE_OUTCOMES = (EffectStatus.COMMITTED, EffectStatus.FAILED)
+
+EFFECT_PAYLOADS = "effect_payloads"
+CONTENT: tuple[ContentClass, ...] = (
+    ContentClass(
+        name=EFFECT_PAYLOADS,
+        label="Effect requests, results and errors",
+        table=_EFFECTS,
+        fields=("request", "result", "error"),
+        container=RUN,
+        removal="fields cleared",
+        retention="effect_payloads_days",
+        kept=(
+            "Each effect record's id, idempotency key, request digest, tool, status, who "
+            "settled it and times: a resumed run can still ask whether the effect happened, "
+            "and the same key with another request is still refused."
+        ),
+    ),
+)
 
 
 def legacy_request_digest(tool_name: str, request: dict) -> str:
@@ -206,7 +232,7 @@ class EffectStore(BaseStore):
         with hot_cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
-                " WHERE r.tenant_id = %s AND r.run_id = %s"
+                " WHERE r.tenant_id = %s AND r.run_id = %s AND r.content_fenced_at IS NULL"
                 " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id",
                 [*params, self.tenant.pk, run_id],
             )
@@ -218,6 +244,9 @@ class EffectStore(BaseStore):
             if approval is not None:
                 effect.approval = approval
             return effect, True
+        # Unknown run: 404 whatever the key; a fenced run takes no effect, not even a replay.
+        if self.get_run(run_id).content_fenced_at is not None:
+            raise ContentDeleted("run", run_id=run_id)
         with hot_cursor() as cursor:
             cursor.execute(
                 f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
@@ -226,10 +255,8 @@ class EffectStore(BaseStore):
                 [self.tenant.pk, idempotency_key],
             )
             row = cursor.fetchone()
-        if row is None or row[-1] != run_id:
-            # Unknown run: 404 whatever the key. A key recorded by another run
-            # of this tenant (an earlier attempt at the task) is returned.
-            self.get_run(run_id)
+        # A key recorded by another run of this tenant (an earlier attempt at the
+        # task) is returned.
         if row is None:  # pragma: no cover - the key was just seen taken
             raise Conflict("The effect changed while recording; retry.", code="effect_contention")
         existing = model_from_row(ExternalEffect, row[:-1])
@@ -241,6 +268,7 @@ class EffectStore(BaseStore):
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
         with transaction.atomic():
             effect = self._lock(effect_id)
+            self._refuse_fenced(effect)
             result = _json_object("result", result)
             if effect.status == EffectStatus.COMMITTED:
                 # A retried commit is a no-op; a different outcome is a conflict.
@@ -265,6 +293,7 @@ class EffectStore(BaseStore):
     def fail(self, *, effect_id: str, error: dict) -> ExternalEffect:
         with transaction.atomic():
             effect = self._lock(effect_id)
+            self._refuse_fenced(effect)
             error = _json_object("error", error)
             if not isinstance(error.get("message"), str) or not error["message"].strip():
                 raise Unprocessable(
@@ -337,7 +366,43 @@ class EffectStore(BaseStore):
             )
         return effect
 
+    # --- lifecycle: content -------------------------------------------------
+    CONTENT = CONTENT
+
+    def effect_ids_of_runs(self, run_pks: Iterable[int]) -> list[str]:
+        return list(
+            ExternalEffect.objects.filter(tenant=self.tenant, run__in=list(run_pks))
+            .order_by("pk")
+            .values_list("effect_id", flat=True)
+        )
+
+    def _content_rows(self, name: str, runs: Iterable[int]) -> QuerySet[ExternalEffect]:
+        content_class(CONTENT, name)
+        return ExternalEffect.objects.filter(
+            tenant=self.tenant, run__in=list(runs), redacted_at__isnull=True
+        )
+
+    def content_left(self, name: str, containers: Iterable[int]) -> int:
+        return self._content_rows(name, containers).count()
+
+    def redact_content(
+        self, name: str, container: int, *, after: Any, limit: int, now: datetime
+    ) -> Batch:
+        """Redact up to `limit` effect records of one run (in the caller's transaction)."""
+        return redact_in_key_order(
+            self._content_rows(name, [container]),
+            "pk",
+            after=after,
+            limit=limit,
+            remove=lambda qs: qs.update(request=None, result=None, error=None, redacted_at=now),
+        )
+
     # --- helpers ------------------------------------------------------------
+    @staticmethod
+    def _refuse_fenced(effect: ExternalEffect) -> None:
+        if effect.run.content_fenced_at is not None:
+            raise ContentDeleted("run", run_id=effect.run.run_id, effect_id=effect.effect_id)
+
     def _lock(self, effect_id: str) -> ExternalEffect:
         effect = (
             ExternalEffect.objects.select_related("run")

@@ -68,6 +68,9 @@ class Run(TenantOwned):
     claimed_by = models.CharField(max_length=200, blank=True, default="")
     claim_until = models.DateTimeField(null=True, blank=True)
     last_event_seq = models.BigIntegerField(default=0)
+    # Set when a deletion of its session's content is requested: the run takes
+    # no more runtime writes (409 content_deleted).
+    content_fenced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     # The runtime token that created the run: whose webhook hears when a person

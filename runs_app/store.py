@@ -11,6 +11,14 @@ Runtime writes (create, CAS, events, node executions) are not audited; the
 actions of people and of the system (`run.cancelled`, `run.deadline_exceeded`)
 are, in the same transaction.
 
+Once a deletion of its session's content is requested the run is fenced
+(`content_fenced_at`): every runtime write to it (compare-and-set, claim,
+events, node executions, and what builds on it: approval requests, effects)
+is 409 `content_deleted`, before any other 409 (`run_claimed` included).
+A person's or the system's cancel still ends it. Its content (`CONTENT`:
+event payloads, errors) is removed through `redact_content` by the lifecycle
+orchestrator.
+
 Runs know nothing of approvals (approvals build on runs). A run that ends
 waits on nothing: this store clears its `pending_approval_id`, and whatever
 ends a run for the runtime, a person or a sweep goes through
@@ -29,14 +37,16 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, QuerySet
+from django.db.models import F, Max, Q, QuerySet
+from django.db.models.expressions import CombinedExpression, Value
 
 from outbox_app.relay import enqueue
 from sessions_app.models import Session
-from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
+from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
 from stateroom.sql import columns, db_value, hot_cursor, model_from_row
-from tasks_app.models import Task
+from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken
 
@@ -81,6 +91,58 @@ MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
 MAX_LEASE_SECONDS = 86400
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
+_NOT_FENCED = ('"content_fenced_at" IS NULL', [])
+
+RUN_EVENT_PAYLOADS = "run_event_payloads"
+RUN_ERRORS = "run_errors"
+RUN_TRANSITION_ERRORS = "run_transition_errors"
+NODE_ERRORS = "node_errors"
+_RUN_ERRORS_KEPT = (
+    "The run row (ids, status, version, counters, times, claim) and its status history: "
+    "what happened to the run, not what it said."
+)
+CONTENT: tuple[ContentClass, ...] = (
+    ContentClass(
+        name=RUN_EVENT_PAYLOADS,
+        label="Run event payloads",
+        table=RunEvent._meta.db_table,
+        fields=("payload",),
+        container=RUN,
+        removal="fields cleared",
+        retention="run_events_days",
+        kept="Each event's run, seq, type, node and time: the run's history without its data.",
+    ),
+    ContentClass(
+        name=RUN_ERRORS,
+        label="Run errors",
+        table=Run._meta.db_table,
+        fields=("error",),
+        container=RUN,
+        removal="fields cleared",
+        retention="run_events_days",
+        kept=_RUN_ERRORS_KEPT,
+    ),
+    ContentClass(
+        name=RUN_TRANSITION_ERRORS,
+        label="Errors in the runs' status history",
+        table=RunTransition._meta.db_table,
+        fields=("changes.error",),
+        container=RUN,
+        removal="fields cleared",
+        retention="run_events_days",
+        kept="Each transition's version, statuses, other changed fields, actor and time.",
+    ),
+    ContentClass(
+        name=NODE_ERRORS,
+        label="Node execution errors",
+        table=NodeExecution._meta.db_table,
+        fields=("error",),
+        container=RUN,
+        removal="fields cleared",
+        retention="run_events_days",
+        kept="Each node attempt's node, attempt number, status and times.",
+    ),
+)
 
 
 def allowed_from(target: str) -> list[str]:
@@ -237,6 +299,10 @@ class RunStateStore(BaseStore):
                 task = Task.objects.filter(tenant=self.tenant, task_id=task_id).first()
                 if task is None:
                     raise NotFound("No such task.", details={"task_id": task_id})
+            if session is not None and session.content_fenced_at is not None:
+                raise ContentDeleted("session", session_id=session_id)
+            if task is not None and task.content_fenced_at is not None:
+                raise ContentDeleted("task", task_id=task_id)
             run_id = run_id or new_public_id("run")
             if self._runs().filter(run_id=run_id).exists():
                 raise Conflict("A run with this id exists.", code="run_exists")
@@ -279,7 +345,9 @@ class RunStateStore(BaseStore):
     ) -> Run:
         """Apply `changes` if the run is still at `expected_version`; version + 1.
 
-        Refusals (nothing written): 404 unknown run; 409 `invalid_transition`
+        Refusals (nothing written): 404 unknown run (or unknown
+        `last_checkpoint_id`: every id in a body names an object of this
+        tenant); 409 `content_deleted` for a fenced run; 409 `invalid_transition`
         for a terminal run or a status the state machine does not allow from
         the current one; 409 `version_conflict` (details.current_version) for a
         stale version; 409 `run_claimed` when `worker` is given and another
@@ -292,10 +360,13 @@ class RunStateStore(BaseStore):
         target = values.get("status")
         if target in TERMINAL_RUN_STATUSES:
             values["pending_approval_id"] = ""  # a finished run waits on nothing
+        if values.get("last_checkpoint_id"):
+            self._require_checkpoint(values["last_checkpoint_id"])
         now = self.now()
         conditions: list[tuple[str, list[Any]]] = [
             ('"version" = %s', [expected_version]),
             self._status_condition(allowed_from(target) if target else NON_TERMINAL_STATUSES),
+            _NOT_FENCED,
         ]
         if worker:
             conditions.append(self._claim_condition(worker, now))
@@ -344,6 +415,7 @@ class RunStateStore(BaseStore):
                 conditions=[
                     ('"version" = %s', [expected_version]),
                     self._status_condition(NON_TERMINAL_STATUSES),
+                    _NOT_FENCED,
                     self._claim_condition(worker, now),
                 ],
                 transition=Transition(
@@ -560,12 +632,14 @@ class RunStateStore(BaseStore):
             run = self._update_returning(
                 where={"run_id": run_id},
                 sets={},
-                conditions=[self._status_condition(NON_TERMINAL_STATUSES)],
+                conditions=[self._status_condition(NON_TERMINAL_STATUSES), _NOT_FENCED],
                 increments={"last_event_seq": len(rows)},
                 bump_version=False,
             )
             if run is None:
                 current = self.get(run_id)
+                if current.content_fenced_at is not None:
+                    raise ContentDeleted("run", run_id=run_id)
                 raise Conflict(
                     "The run has finished; it takes no more events.",
                     code="run_terminal",
@@ -595,6 +669,8 @@ class RunStateStore(BaseStore):
         now = self.now()
         with transaction.atomic():
             run = self._lock(run_id)
+            if run.content_fenced_at is not None:
+                raise ContentDeleted("run", run_id=run_id)
             if run.is_terminal:
                 raise Conflict(
                     "The run has finished.", code="run_terminal", details={"status": run.status}
@@ -628,6 +704,8 @@ class RunStateStore(BaseStore):
             raise Unprocessable("error must be an object.", details={"error": ["an object"]})
         with transaction.atomic():
             run = self._lock(run_id)
+            if run.content_fenced_at is not None:
+                raise ContentDeleted("run", run_id=run_id)
             execution = (
                 NodeExecution.objects.select_for_update()
                 .filter(tenant=self.tenant, run=run, node_id=node_id)
@@ -646,7 +724,85 @@ class RunStateStore(BaseStore):
             execution.save(update_fields=["status", "error", "finished_at"])
         return execution
 
+    # --- lifecycle: a session's runs, the fence, content --------------------
+    CONTENT = CONTENT
+
+    def session_runs(self, *, session_pk: int, attached_run_ids: Iterable[str] = ()) -> list[Run]:
+        """Runs whose content belongs to a session: created in it or ever attached to it."""
+        return list(
+            self._runs()
+            .filter(Q(session_id=session_pk) | Q(run_id__in=list(attached_run_ids)))
+            .order_by("pk")
+        )
+
+    def tasks_of_held_sessions(self) -> set[int]:
+        """Tasks a run of a session on legal hold works on: their content must stay."""
+        return set(
+            self._runs()
+            .filter(session__legal_hold=True, task__isnull=False)
+            .values_list("task_id", flat=True)
+        )
+
+    def fence_content(self, run_pks: Iterable[int]) -> int:
+        """These runs take no more runtime writes (409 `content_deleted`). Idempotent."""
+        return (
+            self._runs()
+            .filter(pk__in=list(run_pks), content_fenced_at__isnull=True)
+            .update(content_fenced_at=self.now())
+        )
+
+    def _content_rows(self, name: str, runs: Iterable[int]) -> tuple[QuerySet, str]:
+        """This tenant's rows of a class in these runs that still hold content, and their key."""
+        content_class(CONTENT, name)
+        runs = list(runs)
+        if name == RUN_EVENT_PAYLOADS:
+            rows = RunEvent.objects.filter(tenant=self.tenant, run__in=runs)
+            return rows.filter(payload_deleted_at__isnull=True), "seq"
+        if name == RUN_ERRORS:
+            return self._runs().filter(pk__in=runs, error__isnull=False), "pk"
+        if name == RUN_TRANSITION_ERRORS:
+            rows = RunTransition.objects.filter(tenant=self.tenant, run__in=runs)
+            return rows.filter(changes__has_key="error"), "version"
+        rows = NodeExecution.objects.filter(tenant=self.tenant, run__in=runs)
+        return rows.filter(error__isnull=False), "pk"
+
+    def content_left(self, name: str, containers: Iterable[int]) -> int:
+        return self._content_rows(name, containers)[0].count()
+
+    def redact_content(
+        self, name: str, container: int, *, after: Any, limit: int, now: datetime
+    ) -> Batch:
+        """Remove the content of up to `limit` rows of one run (in the caller's transaction)."""
+        rows, key = self._content_rows(name, [container])
+        if name == RUN_EVENT_PAYLOADS:
+
+            def remove(qs: QuerySet) -> int:
+                return qs.update(payload=None, payload_deleted_at=now)
+        elif name == RUN_TRANSITION_ERRORS:
+
+            def remove(qs: QuerySet) -> int:
+                without_error = CombinedExpression(
+                    F("changes"),
+                    "-",
+                    Value("error"),
+                    output_field=RunTransition._meta.get_field("changes"),
+                )
+                return qs.update(changes=without_error)
+        else:
+
+            def remove(qs: QuerySet) -> int:
+                return qs.update(error=None)
+
+        return redact_in_key_order(rows, key, after=after, limit=limit, remove=remove)
+
     # --- internals --------------------------------------------------------
+    def _require_checkpoint(self, checkpoint_id: str) -> None:
+        """A checkpoint id in a body names a checkpoint of this tenant (404 otherwise)."""
+        if not TaskCheckpoint.objects.filter(
+            tenant=self.tenant, checkpoint_id=checkpoint_id
+        ).exists():
+            raise NotFound("No such checkpoint.", details={"last_checkpoint_id": checkpoint_id})
+
     def _lock(self, run_id: str) -> Run:
         run = self._runs().select_for_update().filter(run_id=run_id).first()
         if run is None:
@@ -832,6 +988,8 @@ class RunStateStore(BaseStore):
         run = self._runs().filter(run_id=run_id).first()
         if run is None:
             return NotFound("No such run.", details={"run_id": run_id})
+        if run.content_fenced_at is not None:
+            return ContentDeleted("run", run_id=run_id)
         if run.is_terminal:
             return self._terminal(run, target or run.status)
         if run.version != expected_version:
@@ -904,4 +1062,4 @@ class RunStateStore(BaseStore):
         return label[:200]
 
 
-__all__ = ["RUN_CHANGE_FIELDS", "RunStateStore", "allowed_from"]
+__all__ = ["CONTENT", "RUN_CHANGE_FIELDS", "RunStateStore", "allowed_from"]

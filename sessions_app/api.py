@@ -1,6 +1,8 @@
 """Runtime API for sessions and their items (API.md "Sessions").
 
-Thin views: input serializer -> one `SessionStore` call -> output. An unknown
+Thin views: input serializer -> one `SessionStore` call -> output. Closing a
+session also settles its runs' pending approvals: that endpoint is
+lifecycle_app.api. An unknown
 or another tenant's session id is 404 whatever the body or query: when the
 input is invalid, the session is looked up before the 400/422 is reported;
 when it is valid, the store's own (locked) read answers 404, so the append hot
@@ -24,7 +26,6 @@ from .serializers import (
     SessionAppendIn,
     SessionAppendOut,
     SessionAttachIn,
-    SessionCloseIn,
     SessionCreateIn,
     SessionDetachIn,
     SessionFilterIn,
@@ -167,19 +168,6 @@ def heartbeat(request, session_id: str):
 
 
 @extend_schema(
-    tags=TAGS,
-    summary="Close the session (audited; data stays readable)",
-    request=SessionCloseIn,
-    responses={200: SessionOut, **ERRORS_WRITE, 409: _TERMINAL},
-)
-@api_view(["POST"])
-def close(request, session_id: str):
-    store = _store(request)
-    data = _body(request, SessionCloseIn, store, session_id)
-    return Response(_out(store, store.close(session_id=session_id, reason=data["reason"])))
-
-
-@extend_schema(
     methods=["GET"],
     tags=TAGS,
     operation_id="sessions_items_list",
@@ -253,4 +241,4 @@ def items(request, session_id: str):
     )
 
 
-__all__ = ["attach", "close", "detach", "heartbeat", "items", "session_detail", "sessions"]
+__all__ = ["attach", "detach", "heartbeat", "items", "session_detail", "sessions"]

@@ -10,6 +10,5 @@ urlpatterns = [
     path("sessions/<pid:session_id>/attach", api.attach, name="api-session-attach"),
     path("sessions/<pid:session_id>/detach", api.detach, name="api-session-detach"),
     path("sessions/<pid:session_id>/heartbeat", api.heartbeat, name="api-session-heartbeat"),
-    path("sessions/<pid:session_id>/close", api.close, name="api-session-close"),
     path("sessions/<pid:session_id>/items", api.items, name="api-session-items"),
 ]

@@ -31,6 +31,9 @@ class Session(TenantOwned):
         max_length=16, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
     )
     lease_until = models.DateTimeField()
+    # The lease's length: every activity (append, attach, detach, heartbeat)
+    # renews `lease_until` to now + this. Default from the tenant.
+    lease_seconds = models.IntegerField(default=30 * 86400, db_default=30 * 86400)
     revision = models.BigIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
     legal_hold = models.BooleanField(default=False)
@@ -39,6 +42,10 @@ class Session(TenantOwned):
     last_active_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     end_reason = models.TextField(blank=True, default="")
+    # Set when a deletion of the session's content is first requested: from
+    # then on the session takes no new content (409 content_deleted).
+    content_fenced_at = models.DateTimeField(null=True, blank=True)
+    # Set when a deletion has removed every content class of the session.
     content_deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -147,51 +154,3 @@ class ItemAppend(TenantOwned):
 
     def __str__(self) -> str:
         return self.idempotency_key
-
-
-class DeletionStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    REFUSED = "refused"
-    FAILED = "failed"
-
-
-class ContentDeletion(TenantOwned):
-    """A content deletion job and, once done, its receipt (DESIGN.md section 4).
-
-    `planned` holds the counts found when the job was requested (for the
-    progress bar); `counts` what has been deleted so far, per table. Both are
-    dicts keyed by data class: session_items, run_event_payloads,
-    checkpoint_bodies, effect_payloads.
-    """
-
-    deletion_id = models.CharField(max_length=128)
-    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="deletions")
-    status = models.CharField(
-        max_length=16, choices=DeletionStatus.choices, default=DeletionStatus.PENDING
-    )
-    requested_by = models.CharField(max_length=200)
-    requested_by_id = models.CharField(max_length=64, blank=True, default="")
-    reason = models.TextField(blank=True, default="")
-    policy = models.CharField(max_length=200, blank=True, default="manual")
-    planned = models.JSONField(default=dict)
-    counts = models.JSONField(default=dict)
-    error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField()
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "deletion_id"], name="deletion_public_id_uniq"
-            ),
-        ]
-        indexes = [
-            models.Index(fields=["tenant", "session", "id"], name="deletion_session_idx"),
-            models.Index(fields=["tenant", "status", "id"], name="deletion_status_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return self.deletion_id

@@ -48,7 +48,11 @@ def lease_seconds_field(**kwargs) -> serializers.IntegerField:
     return StrictIntegerField(
         min_value=1,
         max_value=MAX_LEASE_SECONDS,
-        help_text=f"Lease length from now, 1-{MAX_LEASE_SECONDS} s (default {DEFAULT_LEASE_SECONDS})",
+        help_text=(
+            f"The lease's length, 1-{MAX_LEASE_SECONDS} s; every activity (append, attach, "
+            "detach, heartbeat) renews it for this long. Default: the tenant's "
+            f"(30 days, {DEFAULT_LEASE_SECONDS} s, unless set)"
+        ),
         **kwargs,
     )
 
@@ -58,7 +62,7 @@ class SessionCreateIn(StrictSerializer):
     session_id = PublicIdField(required=False, allow_null=True, help_text="Generated if omitted")
     user_id = StrictCharField(max_length=MAX_USER_ID_LENGTH)
     metadata = StrictDictField(required=False, allow_null=True)
-    lease_seconds = lease_seconds_field(required=False, default=DEFAULT_LEASE_SECONDS)
+    lease_seconds = lease_seconds_field(required=False, allow_null=True, default=None)
 
 
 class SessionFilterIn(PageQuery):
@@ -96,7 +100,7 @@ class SessionHeartbeatIn(StrictSerializer):
     lease_seconds = lease_seconds_field(required=False, allow_null=True)
 
 
-class SessionCloseIn(StrictSerializer):
+class SessionCloseIn(StrictSerializer):  # the endpoint is lifecycle_app.api.close
     reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
 

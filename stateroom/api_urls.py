@@ -35,6 +35,7 @@ APPS = (
     "approvals_app",
     "effects_app",
     "actions_app",
+    "lifecycle_app",
 )
 
 urlpatterns = [

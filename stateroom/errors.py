@@ -48,3 +48,17 @@ class Conflict(StateroomError):
 class Unprocessable(StateroomError):
     status = 422
     code = "validation_error"
+
+
+class ContentDeleted(Conflict):
+    """A content-bearing write to a session (or its runs, tasks, approvals, effects) whose
+    content deletion has been requested. It comes before every other 409 of the write,
+    `run_claimed` included: the content is gone whoever holds the run."""
+
+    code = "content_deleted"
+
+    def __init__(self, what: str, **details) -> None:
+        super().__init__(
+            f"The {what}'s content is deleted; it takes no new content.",
+            details={k: v for k, v in details.items() if v is not None},
+        )

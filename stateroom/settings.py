@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "approvals_app",
     "effects_app",
     "actions_app",
+    "lifecycle_app",
     "console_app",
     "outbox_app",
     "demo_app",
@@ -339,13 +340,32 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # wait for the broker instead 
 # Publishing a job from a request gives up fast when the broker is down: the job
 # waits in the outbox (outbox_app) and the relay publishes it when the broker is back.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
 STATEROOM_OUTBOX_PUBLISH_ON_COMMIT = env_bool("STATEROOM_OUTBOX_PUBLISH_ON_COMMIT", True)
+# Jobs that cannot stall (lifecycle_app.tasks): a deletion job stamps a heartbeat
+# with every batch; one whose heartbeat is older than STATEROOM_JOB_STALL_SECONDS
+# is held by no live worker and is re-enqueued by the reaper, which runs every
+# STATEROOM_JOB_REAP_INTERVAL seconds. A task runs one slice of at most
+# STATEROOM_JOB_SLICE_SECONDS and enqueues the next, so the Redis visibility
+# timeout (after which an unacknowledged task is redelivered) fits the longest task.
+STATEROOM_JOB_STALL_SECONDS = env_int("STATEROOM_JOB_STALL_SECONDS", 120)
+STATEROOM_JOB_REAP_INTERVAL = env_int("STATEROOM_JOB_REAP_INTERVAL", 30)
+STATEROOM_JOB_SLICE_SECONDS = env_int("STATEROOM_JOB_SLICE_SECONDS", 60)
+STATEROOM_JOB_VISIBILITY_TIMEOUT = env_int("STATEROOM_JOB_VISIBILITY_TIMEOUT", 600)
+STATEROOM_DELETION_BATCH_SIZE = env_int("STATEROOM_DELETION_BATCH_SIZE", 1000)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    "visibility_timeout": STATEROOM_JOB_VISIBILITY_TIMEOUT,
+}
 CELERY_BEAT_SCHEDULE = {
-    "expire-sessions": {"task": "sessions_app.tasks.sweep_expired_sessions", "schedule": 60.0},
+    "expire-sessions": {"task": "lifecycle_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},
     "fail-overdue-runs": {"task": "actions_app.tasks.sweep_overdue_runs", "schedule": 60.0},
-    "apply-retention": {"task": "sessions_app.tasks.apply_retention", "schedule": 24 * 3600.0},
+    "reap-stalled-jobs": {
+        "task": "lifecycle_app.tasks.reap_stalled_jobs",
+        "schedule": float(STATEROOM_JOB_REAP_INTERVAL),
+    },
+    "apply-retention": {"task": "lifecycle_app.tasks.apply_retention", "schedule": 24 * 3600.0},
     "relay-outbox": {"task": "outbox_app.tasks.relay_outbox", "schedule": 5.0},
     "anchor-audit": {"task": "audit_app.tasks.anchor_audit_heads", "schedule": 600.0},
 }

@@ -31,6 +31,9 @@ class Task(TenantOwned):
     status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.ACTIVE)
     version = models.BigIntegerField(default=1)
     last_checkpoint_seq = models.BigIntegerField(default=0)
+    # Set when a deletion of the content of a session it served is requested:
+    # the task takes no more state or checkpoints (409 content_deleted).
+    content_fenced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

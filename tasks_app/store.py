@@ -2,16 +2,26 @@
 
 Runtime writes (create, save, append_checkpoint) are the hot path and are not
 audited; the version counter and the numbered checkpoints are their history.
+
+A task that served a session whose content deletion was requested is fenced
+(`content_fenced_at`): saves and checkpoints are 409 `content_deleted`. Its
+content (`CONTENT`: checkpoint bodies, objective and constraints) is removed
+through `redact_content` by the lifecycle orchestrator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from stateroom.errors import Conflict, NotFound, Unprocessable
+from approvals_app.models import ApprovalRequest
+from effects_app.models import ExternalEffect
+from stateroom.content import TASK, Batch, ContentClass, content_class, redact_in_key_order
+from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
 from stateroom.sql import columns, hot_cursor, known, model_from_row
 from tenancy_app.base_store import BaseStore
@@ -26,7 +36,7 @@ _CHECKPOINTS = TaskCheckpoint._meta.db_table
 _CHECKPOINT_COLUMNS = columns(TaskCheckpoint)
 
 
-__all__ = ["DurableTaskState", "TaskStateStore"]
+__all__ = ["CONTENT", "DurableTaskState", "TaskStateStore"]
 
 # Non-terminal statuses move freely between each other and to any terminal one;
 # a terminal task is never written again.
@@ -43,6 +53,34 @@ LIST_FIELDS = ("pending_approvals", "artifact_refs", "external_effect_records")
 SAVE_FIELDS = frozenset({"plan_version", "status", *NODE_SET_FIELDS, *LIST_FIELDS})
 PLAN_VERSION_MAX = Task._meta.get_field("plan_version").max_length
 NODE_ID_MAX = TaskCheckpoint._meta.get_field("node_id").max_length
+
+CHECKPOINT_BODIES = "checkpoint_bodies"
+TASK_DESCRIPTIONS = "task_descriptions"
+CONTENT: tuple[ContentClass, ...] = (
+    ContentClass(
+        name=CHECKPOINT_BODIES,
+        label="Checkpoint bodies",
+        table=_CHECKPOINTS,
+        fields=("state",),
+        container=TASK,
+        removal="fields cleared",
+        retention="checkpoints_days",
+        kept="Each checkpoint's id, seq, schema version, node, size and time.",
+    ),
+    ContentClass(
+        name=TASK_DESCRIPTIONS,
+        label="Task objectives and constraints",
+        table=_TASKS,
+        fields=("objective", "constraints"),
+        container=TASK,
+        removal="fields cleared",
+        retention="checkpoints_days",
+        kept=(
+            "The task row: ids, status, version, node ids, artifact and effect references, "
+            "the latest checkpoint id and times; what the task did, not what it was told."
+        ),
+    ),
+)
 
 
 def _invalid(field: str, message: str) -> Unprocessable:
@@ -162,6 +200,9 @@ class TaskStateStore(BaseStore):
         with transaction.atomic():
             task = self.load(task_id)
             changes = self._validate_fields(fields)
+            self._require_ids(changes)
+            if task.content_fenced_at is not None:
+                raise ContentDeleted("task", task_id=task_id)
             if task.version != expected_version:
                 raise self._version_conflict(task.version, expected_version)
             new_status = changes.get("status", task.status)
@@ -176,14 +217,19 @@ class TaskStateStore(BaseStore):
             # The version in the filter is the claim: a writer that read the same
             # version and got here first leaves 0 rows for us.
             won = Task.objects.filter(
-                tenant=self.tenant, pk=task.pk, version=expected_version
+                tenant=self.tenant,
+                pk=task.pk,
+                version=expected_version,
+                content_fenced_at__isnull=True,
             ).update(**changes)
             if not won:
-                current = (
+                current, fenced = (
                     Task.objects.filter(tenant=self.tenant, pk=task.pk)
-                    .values_list("version", flat=True)
+                    .values_list("version", "content_fenced_at")
                     .get()
                 )
+                if fenced is not None:
+                    raise ContentDeleted("task", task_id=task_id)
                 raise self._version_conflict(current, expected_version)
             for name, value in changes.items():
                 setattr(task, name, value)
@@ -224,7 +270,7 @@ class TaskStateStore(BaseStore):
             f"UPDATE {_TASKS} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
             " latest_checkpoint_id = %s, schema_version = %s, updated_at = %s"
             " WHERE tenant_id = %s AND task_id = %s AND status NOT IN (%s, %s, %s)"
-            " RETURNING id, last_checkpoint_seq"
+            " AND content_fenced_at IS NULL RETURNING id, last_checkpoint_seq"
         )
         params = [
             checkpoint.checkpoint_id,
@@ -257,6 +303,8 @@ class TaskStateStore(BaseStore):
             checkpoint._state.adding, checkpoint._state.db = False, DEFAULT_DB_ALIAS
         if row is None:
             task = self.load(task_id)  # 404 for an unknown task
+            if task.content_fenced_at is not None:
+                raise ContentDeleted("task", task_id=task_id)
             raise Conflict(
                 f"The task is {task.status}; it takes no more checkpoints.",
                 code="invalid_transition",
@@ -264,6 +312,71 @@ class TaskStateStore(BaseStore):
             )
         checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
         return checkpoint
+
+    # --- lifecycle: the fence, content ----------------------------------------
+    CONTENT = CONTENT
+
+    def pks_of(self, task_pks: Iterable[int]) -> list[tuple[int, str]]:
+        """(pk, task_id) of these tasks of this tenant, in pk order."""
+        return list(
+            Task.objects.filter(tenant=self.tenant, pk__in=list(task_pks))
+            .order_by("pk")
+            .values_list("pk", "task_id")
+        )
+
+    def fence_content(self, task_pks: Iterable[int]) -> int:
+        """These tasks take no more saves or checkpoints (409 `content_deleted`). Idempotent."""
+        return Task.objects.filter(
+            tenant=self.tenant, pk__in=list(task_pks), content_fenced_at__isnull=True
+        ).update(content_fenced_at=self.now())
+
+    def _content_rows(self, name: str, tasks: Iterable[int]) -> tuple[QuerySet, str]:
+        content_class(CONTENT, name)
+        tasks = list(tasks)
+        if name == CHECKPOINT_BODIES:
+            rows = TaskCheckpoint.objects.filter(tenant=self.tenant, task__in=tasks)
+            return rows.filter(body_deleted_at__isnull=True), "seq"
+        rows = Task.objects.filter(tenant=self.tenant, pk__in=tasks)
+        return rows.filter(~Q(objective="") | ~Q(constraints=[])), "pk"
+
+    def content_left(self, name: str, containers: Iterable[int]) -> int:
+        return self._content_rows(name, containers)[0].count()
+
+    def redact_content(
+        self, name: str, container: int, *, after: Any, limit: int, now: datetime
+    ) -> Batch:
+        """Remove the content of up to `limit` rows of one task (in the caller's transaction)."""
+        rows, key = self._content_rows(name, [container])
+        if name == CHECKPOINT_BODIES:
+
+            def remove(qs: QuerySet) -> int:
+                return qs.update(state=None, body_deleted_at=now)
+        else:
+
+            def remove(qs: QuerySet) -> int:
+                return qs.update(objective="", constraints=[])
+
+        return redact_in_key_order(rows, key, after=after, limit=limit, remove=remove)
+
+    def _require_ids(self, changes: dict[str, Any]) -> None:
+        """Approval and effect ids in the state name objects of this tenant (404 otherwise)."""
+        for field, model, column in (
+            ("pending_approvals", ApprovalRequest, "approval_id"),
+            ("external_effect_records", ExternalEffect, "effect_id"),
+        ):
+            wanted = set(changes.get(field) or ())
+            if not wanted:
+                continue
+            found = set(
+                model.objects.filter(tenant=self.tenant, **{f"{column}__in": wanted}).values_list(
+                    column, flat=True
+                )
+            )
+            if missing := sorted(wanted - found):
+                raise NotFound(
+                    f"No such {column.removesuffix('_id')}: {', '.join(missing[:5])}.",
+                    details={field: missing},
+                )
 
     @staticmethod
     def _version_conflict(current: int, expected: int) -> Conflict:

@@ -15,7 +15,7 @@ from rest_framework import authentication, exceptions, permissions, throttling
 
 from stateroom.sql import columns, hot_cursor, model_from_row
 
-from .models import RuntimeToken, Tenant, TokenRole, hash_secret
+from .models import TOKEN_ROLE_RANK, RuntimeToken, Tenant, TokenRole, hash_secret
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +94,26 @@ class IsRuntime(permissions.BasePermission):
         return isinstance(request.user, TokenPrincipal)
 
 
+def token_has_role(request, role: str) -> bool:
+    """The caller is a token whose role is `role` or above (runtime < operator < admin)."""
+    return (
+        isinstance(request.user, TokenPrincipal)
+        and TOKEN_ROLE_RANK.get(request.user.token.role, 0) >= TOKEN_ROLE_RANK[TokenRole(role)]
+    )
+
+
 class IsOperatorToken(permissions.BasePermission):
-    message = "This call needs a token with the operator role."
+    message = "This call needs a token with the operator (or admin) role."
 
     def has_permission(self, request, view) -> bool:
-        return (
-            isinstance(request.user, TokenPrincipal)
-            and request.user.token.role == TokenRole.OPERATOR
-        )
+        return token_has_role(request, TokenRole.OPERATOR)
+
+
+class IsAdminToken(permissions.BasePermission):
+    message = "This call needs a token with the admin role."
+
+    def has_permission(self, request, view) -> bool:
+        return token_has_role(request, TokenRole.ADMIN)
 
 
 class TokenRateThrottle(throttling.SimpleRateThrottle):

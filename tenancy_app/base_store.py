@@ -37,7 +37,9 @@ class BaseStore:
         before: Mapping[str, Any] | None = None,
         after: Mapping[str, Any] | None = None,
         reason: str = "",
+        content: Mapping[str, Any] | None = None,
     ) -> None:
+        """One audit event in the caller's transaction; `content`: what a runtime wrote."""
         record_event(
             tenant=self.tenant,
             actor=self.actor,
@@ -47,4 +49,5 @@ class BaseStore:
             before=before,
             after=after,
             reason=reason,
+            content=content,
         )

@@ -32,6 +32,9 @@ class Tenant(models.Model):
     allow_concurrent_runs = models.BooleanField(default=False)
     # Operators and admins reach this tenant's console only after a TOTP second factor.
     require_2fa = models.BooleanField(default=False)
+    # The lease of a new session unless it asks for another (seed 004): every
+    # activity renews it for this long. 30 days, at most 30 days.
+    session_lease_seconds = models.PositiveIntegerField(default=30 * 86400, db_default=30 * 86400)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -83,6 +86,11 @@ class Membership(models.Model):
 class TokenRole(models.TextChoices):
     RUNTIME = "runtime", "Runtime"
     OPERATOR = "operator", "Operator (may decide approvals)"
+    ADMIN = "admin", "Admin (operator, and the data lifecycle: deletions, erasures)"
+
+
+# What each token role may do on top of the runtime calls every token makes.
+TOKEN_ROLE_RANK = {TokenRole.RUNTIME: 1, TokenRole.OPERATOR: 2, TokenRole.ADMIN: 3}
 
 
 TOKEN_PREFIX = "sr_"

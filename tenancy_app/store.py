@@ -17,6 +17,8 @@ from stateroom.errors import Conflict, NotFound, Unprocessable
 from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
+MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)
+
 # Decisions are POSTed to it by the worker: nothing but http(s).
 _WEBHOOK_URL = URLValidator(schemes=["http", "https"])
 
@@ -259,6 +261,32 @@ class TenancyStore(BaseStore):
                     after={"quick_approve_max_risk": max_risk},
                 )
         self.tenant.quick_approve_max_risk = max_risk
+
+    def set_session_lease(self, *, seconds: int) -> None:
+        """The lease of new sessions (every activity renews it for this long); 1 s to 30 days."""
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or not 1 <= seconds <= MAX_LEASE
+        ):
+            raise Unprocessable(
+                "The session lease is from 1 second to 30 days.",
+                details={"session_lease_seconds": [f"an integer from 1 to {MAX_LEASE}"]},
+            )
+        with transaction.atomic():
+            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
+            if tenant.session_lease_seconds != seconds:
+                before = tenant.session_lease_seconds
+                tenant.session_lease_seconds = seconds
+                tenant.save(update_fields=["session_lease_seconds"])
+                self._audit(
+                    "tenant.settings_changed",
+                    "tenant",
+                    tenant.slug,
+                    before={"session_lease_seconds": before},
+                    after={"session_lease_seconds": seconds},
+                )
+        self.tenant.session_lease_seconds = seconds
 
     def retention(self) -> RetentionPolicy:
         return RetentionPolicy.objects.filter(tenant=self.tenant).first() or RetentionPolicy(

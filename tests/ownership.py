@@ -1,11 +1,12 @@
 """Each app writes only its own tables: checked on every statement the test suite runs.
 
 A write (INSERT, UPDATE, DELETE) to a table of this project is attributed to
-the innermost frame of project code that issued it. A domain app, tenancy
-and audit may write only their own tables (a change to another domain goes
-through that domain's store, whose frame is then the innermost); the console
-and the cross-domain actions write nothing themselves. The demo, tests and
-migrations are not checked.
+the innermost frame of project code that issued it. A domain app, tenancy,
+audit and the lifecycle orchestrator may write only their own tables (a
+change to another domain goes through that domain's store, whose frame is
+then the innermost); the console and the cross-domain actions write nothing
+themselves. The demo, tests and migrations are not checked. Nothing is
+exempt.
 """
 
 from __future__ import annotations
@@ -16,12 +17,8 @@ import sys
 from django.apps import apps
 
 OWNERS = ("tenancy_app", "audit_app", "sessions_app", "runs_app", "tasks_app")
-OWNERS += ("approvals_app", "effects_app", "outbox_app")
+OWNERS += ("approvals_app", "effects_app", "outbox_app", "lifecycle_app")
 ABOVE = ("actions_app", "console_app")  # they change state only through stores
-
-# Content deletion and retention (issue 15, being redesigned) delete and
-# redact other domains' rows themselves; tolerated until that redesign.
-TOLERATED = {"sessions_app.deletion", "sessions_app.retention"}
 
 _WRITE = re.compile(r'\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)"?', re.IGNORECASE)
 
@@ -69,7 +66,7 @@ class OwnTablesOnly:
         if not tables:
             return
         writer = _writer()
-        if writer is None or writer in TOLERATED:
+        if writer is None:
             return
         app = writer.partition(".")[0]
         foreign = sorted(t for t in tables if self.owner[t] != app)

@@ -1,7 +1,8 @@
 """Session pages that span domains: the list (found by its runs' ids too), bulk close or
 expire, the timeline (items, runs, approvals, effects) and the export with its audit events.
 
-The admin actions on one session and content deletion are sessions_app.views.
+Legal hold is sessions_app.views; close, expire and content deletion (which
+settle or remove what other domains hold) are lifecycle_app.views.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from audit_app.actor import Actor
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.endings import SessionEndings
+from lifecycle_app.views import job_progress
 from runs_app.store import RunStateStore
-from sessions_app.deletion import ContentDeletionStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session, SessionStatus
 from sessions_app.store import SessionStore
-from sessions_app.views import ReasonForm, job_progress
+from sessions_app.views import ReasonForm
 from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.pages import keyset_page, parse_cursor
@@ -128,12 +131,8 @@ def session_detail(request, session_id: str):
     store = _store(request)
     session = _get_session(store, session_id)
     before_seq = parse_cursor(request.GET.get("before_seq"))
-    latest = (
-        ContentDeletionStore(request.tenant, store.actor)
-        .for_session(session_id)
-        .order_by("-id")
-        .first()
-    )
+    deletions = DeletionStore(request.tenant, store.actor)
+    latest = deletions.for_session(session_id).order_by("-id").first()
     return render_page(
         request,
         "sessions/detail.html",
@@ -143,7 +142,7 @@ def session_detail(request, session_id: str):
             "attached_run_ids": store.attached_run_ids(session),
             "page": SessionTimeline(request.tenant, store).page(session, before_seq=before_seq),
             "deletion": latest,
-            "progress": job_progress(latest) if latest is not None else None,
+            "progress": job_progress(deletions, latest) if latest is not None else None,
             "can_admin": request.membership.can(Permission.CLOSE),
             "tenant_hold": request.tenant.legal_hold,
         },
@@ -246,9 +245,10 @@ def bulk(request):
 
 
 def _bulk_apply(request, live, action: str, reason: str) -> tuple[int, int]:
-    """One store call (and so one audit event) per session; a session that ended meanwhile is skipped."""
-    store = _store(request)
-    perform = store.close if action == "close" else store.expire
+    """One close or expire (one audit event, its waiting runs settled) per session; a session
+    that ended meanwhile is skipped."""
+    endings = SessionEndings(request.tenant, Actor.from_request(request))
+    perform = endings.close if action == "close" else endings.expire
     done = skipped = 0
     for session_id in list(live.order_by("id").values_list("session_id", flat=True)):
         try:

@@ -6,20 +6,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from audit_app.actor import Actor
-from sessions_app import retention
+from lifecycle_app import retention
+from lifecycle_app.content import CLASSES
 from stateroom.htmx import redirect_after_post
 from tenancy_app.access import require_permission
 from tenancy_app.forms import RetentionForm
 from tenancy_app.models import RetentionPolicy
 from tenancy_app.permissions import Permission
 from tenancy_app.store import TenancyStore
-
-RETENTION_CLASS_LABELS = {
-    "session_items": "Conversation items",
-    "run_event_payloads": "Run event payloads",
-    "checkpoint_bodies": "Checkpoint bodies",
-    "effect_payloads": "Effect payloads",
-}
 
 
 def _store(request) -> TenancyStore:
@@ -31,8 +25,8 @@ def _retention_page(request, *, form=None, status=200, unsaved=None):
     policy = store.retention()
     dry_run = retention.preview(request.tenant, policy=unsaved)
     due_classes = [
-        {"label": RETENTION_CLASS_LABELS.get(name, name), **facts}
-        for name, facts in dry_run["retention"]["classes"].items()
+        {"label": ", ".join(CLASSES[cls].label for cls in facts["classes"]), **facts}
+        for facts in dry_run["retention"]["classes"].values()
     ]
     return render(
         request,

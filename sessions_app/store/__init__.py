@@ -7,13 +7,16 @@ parts by concern:
 - `lifecycle`: create, attach, detach, heartbeat, idle (seed 004), and the
   audited ends: close, expire, the lease sweep, legal hold;
 - `appends`: the hot path, items appended with gap-free, commit-ordered seqs;
+- `content`: the content it declares, and the fence and redaction the
+  lifecycle orchestrator (`lifecycle_app`) drives;
 - `base`: what they share: the status machine, the row lock, ending a session;
 - `validation`: the input checks and limits (the API's limits too).
 
 Error codes: 409 `session_terminal` for any write other than attach that
 reaches a closed/expired session (heartbeat, detach, close, expire, append,
 mark_idle); attach says `session_not_attachable` as the API contract demands.
-Both carry `details.status`.
+Both carry `details.status`. Once a deletion of its content was requested,
+an append is 409 `content_deleted`.
 
 Audited (one event each, in the change's transaction): `session.closed`,
 `session.expired` (admin, lease found passed, sweep), `session.legal_hold_on`
@@ -25,6 +28,7 @@ record.
 from ..models import TERMINAL_SESSION_STATUSES
 from .appends import AppendResult, SessionAppends
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SESSION_TRANSITIONS, SessionRefusal
+from .content import CONTENT, SESSION_ITEMS, SESSION_METADATA, SessionContent
 from .lifecycle import SessionLifecycle
 from .reads import HIGHLIGHT_START, HIGHLIGHT_STOP, ItemHit, SessionReads, StoredItem
 from .validation import (
@@ -38,11 +42,12 @@ from .validation import (
 )
 
 
-class SessionStore(SessionReads, SessionLifecycle, SessionAppends):
-    """The session domain's store: its reads, its lifecycle and its appends."""
+class SessionStore(SessionReads, SessionLifecycle, SessionAppends, SessionContent):
+    """The session domain's store: its reads, its lifecycle, its appends and its content."""
 
 
 __all__ = [
+    "CONTENT",
     "DEFAULT_LEASE_SECONDS",
     "HIGHLIGHT_START",
     "HIGHLIGHT_STOP",
@@ -54,6 +59,8 @@ __all__ = [
     "MAX_ROLE_LENGTH",
     "MAX_USER_ID_LENGTH",
     "OPEN_ATTACHMENTS_ATTR",
+    "SESSION_ITEMS",
+    "SESSION_METADATA",
     "SESSION_TRANSITIONS",
     "TERMINAL_SESSION_STATUSES",
     "AppendResult",

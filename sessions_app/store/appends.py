@@ -11,7 +11,7 @@ from django.db import transaction
 
 from runs_app.models import Run
 from stateroom.canonical import digest as canonical_digest
-from stateroom.errors import Conflict, StateroomError, Unprocessable
+from stateroom.errors import Conflict, NotFound, StateroomError, Unprocessable
 from stateroom.ids import is_valid_public_id
 from stateroom.sql import hot_cursor
 
@@ -81,18 +81,22 @@ class SessionAppends(SessionStoreBase):
     ) -> tuple[str, list[Any]]:
         """The conditional UPDATE that claims `count` seqs of a writable session.
 
+        An append is activity: it renews the lease for the session's length.
+
         Raw SQL for `RETURNING`; RLS still applies on PostgreSQL, and the
         tenant is filtered explicitly as everywhere else.
         """
         sql = (
-            f"UPDATE {_SESSIONS} SET last_seq = last_seq + %s, last_active_at = %s, status = %s"
+            f"UPDATE {_SESSIONS} SET last_seq = last_seq + %s, last_active_at = %s, status = %s,"
+            " lease_until = %s + lease_seconds * interval '1 second'"
             f" WHERE tenant_id = %s AND session_id = %s AND status IN (%s, %s)"
-            f" AND lease_until >= %s AND content_deleted_at IS NULL"
+            f" AND lease_until >= %s AND content_fenced_at IS NULL"
         )
         params: list[Any] = [
             count,
             now,
             SessionStatus.ACTIVE.value,
+            now,
             self.tenant.pk,
             session_id,
             *(s.value for s in LIVE_STATUSES),
@@ -203,9 +207,12 @@ class SessionAppends(SessionStoreBase):
             previous = self._previous_append(session_id, idempotency_key)
             if previous is not None:
                 return _replay(previous, digest)
-            if session.content_deleted_at is not None:
+            # Every id in a body names an object of this tenant, as a path id does.
+            if run_id and not Run.objects.filter(tenant=self.tenant, run_id=run_id).exists():
+                raise NotFound("No such run.", details={"run_id": run_id})
+            if session.content_fenced_at is not None:
                 raise Conflict(
-                    "The session's content was deleted; it takes no new items.",
+                    "The session's content is deleted; it takes no new items.",
                     code="content_deleted",
                     details={"status": session.status},
                 )

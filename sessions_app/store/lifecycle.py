@@ -21,13 +21,14 @@ from django.db import IntegrityError, transaction
 
 from audit_app.services import record_event
 from runs_app.models import Run
-from stateroom.errors import Conflict, Forbidden, StateroomError, Unprocessable
+from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
 
 from ..models import Session, SessionAttachment, SessionStatus
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SessionStoreBase
 from .validation import (
     DEFAULT_LEASE_SECONDS,
+    MAX_LEASE_SECONDS,
     MAX_USER_ID_LENGTH,
     check_reason,
     is_short_text,
@@ -45,8 +46,9 @@ class SessionLifecycle(SessionStoreBase):
         session_id: str | None = None,
         user_id: str,
         metadata: dict | None = None,
-        lease_seconds: int = DEFAULT_LEASE_SECONDS,
+        lease_seconds: int | None = None,
     ) -> Session:
+        """A new active session; its lease lasts `lease_seconds`, by default the tenant's."""
         errors: dict[str, list[str]] = {}
         if session_id is not None and not is_valid_public_id(session_id):
             errors["session_id"] = ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"]
@@ -56,6 +58,8 @@ class SessionLifecycle(SessionStoreBase):
             errors["metadata"] = ["must be an object"]
         elif problem := json_problem(metadata):
             errors["metadata"] = [problem]
+        if lease_seconds is None:
+            lease_seconds = self.default_lease_seconds()
         errors.update(lease_errors(lease_seconds))
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
@@ -66,6 +70,7 @@ class SessionLifecycle(SessionStoreBase):
             user_id=user_id,
             status=SessionStatus.ACTIVE,
             lease_until=now + timedelta(seconds=lease_seconds),
+            lease_seconds=lease_seconds,
             revision=0,
             metadata=metadata or {},
             created_at=now,
@@ -90,16 +95,23 @@ class SessionLifecycle(SessionStoreBase):
         run_id: str,
         user_id: str,
         expected_revision: int,
-        lease_seconds: int = DEFAULT_LEASE_SECONDS,
+        lease_seconds: int | None = None,
     ) -> Session:
-        """Mount a run on the session (seed 004 attach) and renew the lease."""
+        """Mount a run on the session (seed 004 attach) and renew the lease.
+
+        The run must exist in this tenant (404 otherwise, like a path id): a
+        session names only runs that are there. `lease_seconds`, when given,
+        becomes the session's lease length.
+        """
         errors = run_id_errors(run_id) | revision_errors(expected_revision)
-        errors |= lease_errors(lease_seconds)
+        if lease_seconds is not None:
+            errors |= lease_errors(lease_seconds)
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
         refusal: StateroomError | None = None
         with transaction.atomic():
             session = self._lock(session_id)
+            self._require_run(run_id)
             self._authorize(session, user_id=user_id, expected_revision=expected_revision)
             now = self.now()
             if session.is_terminal or session.status == SessionStatus.CREATING:
@@ -119,9 +131,16 @@ class SessionLifecycle(SessionStoreBase):
                 )
                 session.revision += 1
                 session.status = SessionStatus.ACTIVE
-                session.lease_until = now + timedelta(seconds=lease_seconds)
-                session.last_active_at = now
-                session.save(update_fields=["revision", "status", "lease_until", "last_active_at"])
+                self._renew(session, now, lease_seconds)
+                session.save(
+                    update_fields=[
+                        "revision",
+                        "status",
+                        "lease_until",
+                        "lease_seconds",
+                        "last_active_at",
+                    ]
+                )
                 setattr(session, OPEN_ATTACHMENTS_ATTR, attached)
         if refusal is not None:
             raise refusal
@@ -130,13 +149,14 @@ class SessionLifecycle(SessionStoreBase):
     def detach(
         self, *, session_id: str, run_id: str, user_id: str, expected_revision: int
     ) -> Session:
-        """Unmount a run; the session stays as it is (active), one revision later."""
+        """Unmount a run; the session stays as it is (active), one revision later, lease renewed."""
         errors = run_id_errors(run_id) | revision_errors(expected_revision)
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
         refusal: StateroomError | None = None
         with transaction.atomic():
             session = self._lock(session_id)
+            self._require_run(run_id)
             self._authorize(session, user_id=user_id, expected_revision=expected_revision)
             self._refuse_terminal(session)
             now = self.now()
@@ -155,17 +175,19 @@ class SessionLifecycle(SessionStoreBase):
                     )
                 SessionAttachment.objects.filter(pk=mine[0].pk).update(detached_at=now)
                 session.revision += 1
-                session.last_active_at = now
-                session.save(update_fields=["revision", "last_active_at"])
+                self._renew(session, now, None)
+                session.save(update_fields=["revision", "lease_until", "last_active_at"])
                 setattr(session, OPEN_ATTACHMENTS_ATTR, [a for a in attached if a.run_id != run_id])
         if refusal is not None:
             raise refusal
         return session
 
     def heartbeat(self, *, session_id: str, lease_seconds: int | None = None) -> Session:
-        """Renew the lease (and wake an idle session); a passed lease is not renewable."""
-        lease_seconds = DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds
-        if errors := lease_errors(lease_seconds):
+        """Renew the lease (and wake an idle session); a passed lease is not renewable.
+
+        `lease_seconds`, when given, becomes the session's lease length.
+        """
+        if lease_seconds is not None and (errors := lease_errors(lease_seconds)):
             raise Unprocessable("Some fields are invalid.", details=errors)
         refusal: StateroomError | None = None
         with transaction.atomic():
@@ -175,9 +197,10 @@ class SessionLifecycle(SessionStoreBase):
             refusal = self._expire_if_lease_passed(session, now, code="session_terminal")
             if refusal is None:
                 session.status = SessionStatus.ACTIVE
-                session.lease_until = now + timedelta(seconds=lease_seconds)
-                session.last_active_at = now
-                session.save(update_fields=["status", "lease_until", "last_active_at"])
+                self._renew(session, now, lease_seconds)
+                session.save(
+                    update_fields=["status", "lease_until", "lease_seconds", "last_active_at"]
+                )
         if refusal is not None:
             raise refusal
         return session
@@ -241,8 +264,8 @@ class SessionLifecycle(SessionStoreBase):
             )
         return session
 
-    def expire_overdue(self, *, limit: int = 500) -> int:
-        """Sweep: expire up to `limit` live sessions past their lease; returns how many.
+    def expire_overdue(self, *, limit: int = 500) -> list[Session]:
+        """Sweep: expire up to `limit` live sessions past their lease; returns them.
 
         Rows another sweep holds are skipped (`SKIP LOCKED`), and each expiry is
         a conditional UPDATE, so two sweeps at once never expire (or audit) a
@@ -250,7 +273,7 @@ class SessionLifecycle(SessionStoreBase):
         """
         now = self.now()
         actor = self._system_actor("sweep")
-        expired = 0
+        expired: list[Session] = []
         with transaction.atomic():
             candidates = list(
                 Session.objects.select_for_update(skip_locked=True)
@@ -278,8 +301,28 @@ class SessionLifecycle(SessionStoreBase):
                     after={"status": SessionStatus.EXPIRED},
                     reason="lease passed",
                 )
-                expired += 1
+                session.status, session.ended_at = SessionStatus.EXPIRED, now
+                session.end_reason = "lease passed"
+                expired.append(session)
         return expired
+
+    def default_lease_seconds(self) -> int:
+        """The lease length of a new session: the tenant's, at most the maximum."""
+        tenant_default = getattr(self.tenant, "session_lease_seconds", None)
+        return min(tenant_default or DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS)
+
+    @staticmethod
+    def _renew(session: Session, now, lease_seconds: int | None) -> None:
+        """Activity: the lease runs for its length again from now (a new length if given)."""
+        if lease_seconds is not None:
+            session.lease_seconds = lease_seconds
+        session.lease_until = now + timedelta(seconds=session.lease_seconds)
+        session.last_active_at = now
+
+    def _require_run(self, run_id: str) -> None:
+        """A run id in a body names a run of this tenant (404 otherwise, as for a path id)."""
+        if not Run.objects.filter(tenant=self.tenant, run_id=run_id).exists():
+            raise NotFound("No such run.", details={"run_id": run_id})
 
     def _authorize(self, session: Session, *, user_id: str, expected_revision: int) -> None:
         # The tenant check is the lookup itself: another tenant's session is not found.
@@ -308,7 +351,6 @@ class SessionLifecycle(SessionStoreBase):
                 code="session_busy",
                 details={"attached_run_ids": attached_ids},
             )
-        # Read the run table directly: a run that does not exist yet may be attached.
         owner = (
             Run.objects.filter(tenant=self.tenant, run_id=run_id)
             .values_list("session_id", flat=True)

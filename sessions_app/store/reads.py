@@ -12,7 +12,13 @@ from django.db.models import Prefetch, Q, QuerySet
 from stateroom.errors import Unprocessable
 from stateroom.sql import hot_cursor
 
-from ..models import Session, SessionAttachment, SessionItem, SessionStatus
+from ..models import (
+    TERMINAL_SESSION_STATUSES,
+    Session,
+    SessionAttachment,
+    SessionItem,
+    SessionStatus,
+)
 from .base import OPEN_ATTACHMENTS_ATTR, SessionStoreBase, not_found
 
 _SESSIONS = Session._meta.db_table
@@ -107,6 +113,43 @@ class SessionReads(SessionStoreBase):
         return SessionAttachment.objects.filter(tenant=self.tenant, session=session).order_by(
             "attached_at", "id"
         )
+
+    # --- what the lifecycle (sweeps, retention) selects --------------------------
+    def overdue(self, *, now: datetime) -> QuerySet[Session]:
+        """Live sessions whose lease has passed: what the next lease sweep expires."""
+        return Session.objects.filter(
+            tenant=self.tenant,
+            status__in=[SessionStatus.ACTIVE, SessionStatus.IDLE],
+            lease_until__lt=now,
+        )
+
+    def ended_not_held(self) -> QuerySet[Session]:
+        """Closed or expired sessions that are not on legal hold."""
+        return Session.objects.filter(
+            tenant=self.tenant,
+            status__in=TERMINAL_SESSION_STATUSES,
+            legal_hold=False,
+            ended_at__isnull=False,
+        )
+
+    def ended_on_hold(self) -> QuerySet[Session]:
+        return Session.objects.filter(
+            tenant=self.tenant, status__in=TERMINAL_SESSION_STATUSES, legal_hold=True
+        )
+
+    def attachments_of_runs(self, run_ids) -> QuerySet[SessionAttachment]:
+        """Every attachment (open or past) of these runs (ids, or a values() queryset of them)."""
+        return SessionAttachment.objects.filter(tenant=self.tenant, run_id__in=run_ids)
+
+    def session_of_attached_run(self, run_id: str) -> Session | None:
+        """The session a run is attached to now, or was attached to last (None: never)."""
+        attachment = (
+            SessionAttachment.objects.filter(tenant=self.tenant, run_id=run_id)
+            .select_related("session")
+            .order_by("-attached_at", "-id")
+            .first()
+        )
+        return attachment.session if attachment is not None else None
 
     def get_items(
         self,

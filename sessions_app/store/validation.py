@@ -15,8 +15,11 @@ from typing import Any
 from stateroom.errors import Unprocessable
 from stateroom.ids import is_valid_public_id
 
-DEFAULT_LEASE_SECONDS = 3600
-MAX_LEASE_SECONDS = 86400
+# A session's lease (seed 004) is renewed by every activity for its length;
+# the default length is the tenant's (`Tenant.session_lease_seconds`), this
+# unless the tenant set another.
+DEFAULT_LEASE_SECONDS = 30 * 86400
+MAX_LEASE_SECONDS = 30 * 86400
 MAX_ITEMS_PER_APPEND = 1000
 MAX_USER_ID_LENGTH = 128
 MAX_ROLE_LENGTH = 32

@@ -6,6 +6,9 @@ from django.test import Client
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.endings import SessionEndings
+from lifecycle_app.erasure import ErasureStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
 from tasks_app.langgraph_store import Blob, GraphThreadStore, Value
@@ -58,6 +61,12 @@ def objects_a(tenant_a) -> dict[str, str]:
         approval = ApprovalStore(tenant_a, actor).request(
             run_id="run-a", expected_version=run.version, tool_name="t", arguments={}, risk="low"
         )
+        SessionStore(tenant_a, actor).create(session_id="sess-ended", user_id="bob")
+        SessionEndings(tenant_a, actor).close(session_id="sess-ended")
+        deletion = DeletionStore(tenant_a, actor).request(
+            session_id="sess-ended", reason="asked", enqueue=False
+        )
+        erasure = ErasureStore(tenant_a, actor).request(user_id="nobody", reason="asked")
     return {
         "session_id": session.session_id,
         "run_id": run.run_id,
@@ -65,4 +74,6 @@ def objects_a(tenant_a) -> dict[str, str]:
         "checkpoint_id": checkpoint.checkpoint_id,
         "approval_id": approval.approval_id,
         "effect_id": effect.effect_id,
+        "deletion_id": deletion.deletion_id,
+        "erasure_id": erasure.erasure_id,
     }

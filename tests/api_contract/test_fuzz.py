@@ -45,7 +45,7 @@ def keep_test_connection():
 
 @pytest.fixture
 def auth_headers(objects_a, make_token, tenant_a) -> dict[str, str]:
-    return {"Authorization": f"Bearer {make_token(tenant_a, role='operator')}"}
+    return {"Authorization": f"Bearer {make_token(tenant_a, role='admin')}"}
 
 
 @schema.parametrize()

@@ -55,11 +55,10 @@ def test_request_moves_the_run_to_waiting_approval_in_the_same_transaction(tenan
     assert approval.call_digest == hashlib.sha256(canonical.encode()).hexdigest()
     assert approval.requested_by_token_id == int(actor.id)
     [event] = audit(tenant_a, "approval.requested")
-    assert (event.actor_type, event.target_id, event.reason) == (
-        "token",
-        "apr-1",
-        "refund over limit",
-    )
+    # The agent's reason is its text: kept in the event's detached payload, not the log.
+    assert (event.actor_type, event.target_id, event.reason) == ("token", "apr-1", "")
+    with in_tenant(tenant_a):
+        assert event.payload.content == {"reason": "refund over limit"}
     assert event.after == {
         "run_id": "run-1",
         "tool_name": "send_refund",
@@ -265,11 +264,15 @@ def test_approval_may_edit_the_arguments_and_the_audit_shows_the_diff(tenant_a, 
     assert (approval.decision, approval.status) == ("edit", "approved")
     assert (approval.arguments, approval.approved_arguments) == (ARGS, edited)
     [event] = audit(tenant_a, "approval.approved")
-    assert event.after["approved_arguments_diff"] == {
-        "added": {"note": "capped"},
-        "removed": ["tags"],
-        "changed": {"amount": {"old": 1200, "new": 1000}},
-    }
+    # Argument values are content: the diff is in the detached payload, a digest in the event.
+    assert "approved_arguments_diff" not in event.after
+    assert event.after["approved_arguments_digest"] == call_digest("send_refund", edited)
+    with in_tenant(tenant_a):
+        assert event.payload.content["approved_arguments_diff"] == {
+            "added": {"note": "capped"},
+            "removed": ["tags"],
+            "changed": {"amount": {"old": 1200, "new": 1000}},
+        }
 
 
 def test_unknown_decision_is_422(tenant_a, operator_a):
@@ -453,9 +456,11 @@ def test_runtime_that_asked_may_cancel_and_the_run_resumes(tenant_a, make_token)
     [event] = audit(tenant_a, "approval.cancelled")
     assert (event.actor_type, event.reason, event.after) == (
         "token",
-        "not needed",
+        "",  # a runtime token's reason goes to the detached payload
         {"status": "cancelled", "run_status": "running"},
     )
+    with in_tenant(tenant_a):
+        assert event.payload.content == {"reason": "not needed"}
 
 
 def test_expire_suspends_the_waiting_run(tenant_a, operator_a):

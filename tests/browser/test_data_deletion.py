@@ -5,7 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from audit_app.actor import Actor
-from sessions_app.deletion import ContentDeletionStore
+from lifecycle_app.deletion import DeletionStore
 from sessions_app.store import SessionStore
 from tenancy_app.scoping import in_tenant
 from tests.console_data.conftest import RUNTIME, build_world
@@ -63,7 +63,7 @@ def test_progress_polls_until_the_job_has_finished(
     world = build_world(tenant_a)
     close(tenant_a, world.session_id)
     with in_tenant(tenant_a):
-        job = ContentDeletionStore(tenant_a, Actor.system("test")).request(
+        job = DeletionStore(tenant_a, Actor.system("test")).request(
             session_id=world.session_id, reason="queued", enqueue=False
         )
     console_login(page, live_server, "ada")
@@ -74,7 +74,7 @@ def test_progress_polls_until_the_job_has_finished(
     expect(page.locator("body")).not_to_contain_text("Content deleted")
 
     with in_tenant(tenant_a):  # the worker runs the job
-        ContentDeletionStore(tenant_a, Actor.system("deletion")).run(deletion_id=job.deletion_id)
+        DeletionStore(tenant_a, Actor.system("deletion")).run(deletion_id=job.deletion_id)
 
     # The fragment polls every 2 s and swaps in the receipt once the job is done.
     expect(page.locator('[data-testid="deletion-done"]')).to_be_visible(timeout=8000)

@@ -3,7 +3,7 @@
 import re
 
 from audit_app.models import AuditEvent
-from sessions_app.deletion import ContentDeletionStore
+from lifecycle_app.deletion import DeletionStore
 from sessions_app.models import SessionItem
 from sessions_app.store import SessionStore
 from tenancy_app.scoping import in_tenant
@@ -46,11 +46,24 @@ def test_preview_lists_exactly_what_goes_and_what_stays(world, tenant_a, admin_a
     body = login(admin_a).get(f"/t/acme/sessions/{world.session_id}/delete").content.decode()
     assert preview_rows(body, "delete") == {
         "session_items": 3,
+        "session_metadata": 1,  # its metadata and end reason
         "run_event_payloads": 0,
+        "run_errors": 0,
+        "run_transition_errors": 0,
+        "node_errors": 0,
         "checkpoint_bodies": 2,
+        "task_descriptions": 1,
+        "approval_payloads": 1,
         "effect_payloads": 2,
+        "audit_payloads": 1,  # the runtime's reason for asking the approval
     }
-    assert preview_rows(body, "keep") == {"audit_events": 1, "effect_records": 2, "runs": 1}
+    assert preview_rows(body, "keep") == {
+        "audit_events": 3,
+        "effect_records": 2,
+        "approvals": 1,
+        "runs": 1,
+        "tasks": 1,
+    }
     assert 'data-testid="confirm-delete"' in body
 
 
@@ -85,9 +98,9 @@ def test_delete_runs_the_job_and_shows_progress_until_done(
 
     # Not run yet: the page polls and says nothing is deleted so far.
     page = client.get(progress_url).content.decode()
-    assert 'data-status="pending"' in page
+    assert 'data-status="queued"' in page
     assert 'hx-trigger="every 2s"' in page
-    assert "Deleting… 0 of 7 records so far." in page
+    assert "Waiting for a worker. 0 of 11 records done so far." in page
     assert "Content deleted" not in page
     poll = client.get(progress_url, headers=HX)
     assert poll.status_code == 200
@@ -149,7 +162,7 @@ def test_legal_hold_blocks_the_deletion(
     ]
     assert items_left(tenant_a, world.session_id) == 3
     with in_tenant(tenant_a):
-        receipts = ContentDeletionStore(tenant_a, RUNTIME).for_session(world.session_id)
+        receipts = DeletionStore(tenant_a, RUNTIME).for_session(world.session_id)
         assert list(receipts.values_list("status", flat=True)) == ["refused"]
 
 

@@ -41,10 +41,14 @@ def test_jsonl_export_has_session_items_and_audit_events(world, tenant_a, admin_
         (2, "assistant", {"text": "message 2"}, world.run_id),
         (3, "user", {"text": "message 3"}, world.run_id),
     ]
-    assert [(r["action"], r["target_type"], r["target_id"], r["reason"]) for r in rows[4:]] == [
-        ("approval.requested", "approval", world.approval_id, "money leaves"),
-        ("effect.marked_unknown", "effect", world.unknown_effect_id, "worker crashed"),
-        ("session.legal_hold_on", "session", world.session_id, "case 9"),
+    assert [
+        (r["action"], r["target_type"], r["target_id"], r["reason"], r["content"]) for r in rows[4:]
+    ] == [
+        # The runtime's reason is in the event's detached payload (`content`)...
+        ("approval.requested", "approval", world.approval_id, "", {"reason": "money leaves"}),
+        ("effect.marked_unknown", "effect", world.unknown_effect_id, "worker crashed", None),
+        # ...a person's stays on the event.
+        ("session.legal_hold_on", "session", world.session_id, "case 9", None),
     ]
     assert [r["seq"] for r in rows[4:]] == sorted(r["seq"] for r in rows[4:])
 
@@ -104,11 +108,16 @@ def test_export_of_deleted_content_keeps_only_the_tombstone_and_audit(
     ]
     assert [r["type"] for r in rows if r["type"] != "audit"] == ["session"]
     assert rows[0]["content_deleted_at"] is not None
-    assert [r["action"] for r in rows if r["type"] == "audit"][-3:] == [
+    # Closing settled the run that waited on an approval, as the system.
+    assert [r["action"] for r in rows if r["type"] == "audit"][-5:] == [
         "session.closed",
+        "run.cancelled",
+        "approval.cancelled",
         "session.content_deletion_requested",
         "session.content_deleted",
     ]
+    # What runtimes wrote into audit events went with the content.
+    assert [r["content"] for r in rows if r["type"] == "audit"] == [None] * (len(rows) - 1)
 
 
 def test_support_and_up_export_transcripts(world, operator_a, support_a, admin_a):

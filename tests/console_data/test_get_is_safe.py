@@ -2,8 +2,9 @@
 
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
+from lifecycle_app.models import Deletion
 from runs_app.models import Run
-from sessions_app.models import ContentDeletion, Session, SessionItem
+from sessions_app.models import Session, SessionItem
 from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
@@ -32,7 +33,7 @@ def snapshot(tenant) -> dict:
             ),
             "tasks": list(Task.objects.filter(tenant=tenant).values_list("task_id", "version")),
             "checkpoints": TaskCheckpoint.objects.filter(tenant=tenant).count(),
-            "deletions": ContentDeletion.objects.filter(tenant=tenant).count(),
+            "deletions": Deletion.objects.filter(tenant=tenant).count(),
         }
 
 

@@ -2,8 +2,9 @@ from django.core.management import call_command
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from effects_app.models import EffectStatus, ExternalEffect
+from lifecycle_app.models import Deletion, DeletionStatus
 from runs_app.models import Run, RunStatus
-from sessions_app.models import ContentDeletion, DeletionStatus, Session, SessionStatus
+from sessions_app.models import Session, SessionStatus
 from tasks_app.models import Task, TaskStatus
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
@@ -22,7 +23,7 @@ def test_demo_data_covers_every_state_of_every_domain(db, capsys):
             assert statuses(ApprovalRequest) == set(ApprovalStatus.values)
             assert statuses(ExternalEffect) == set(EffectStatus.values)
             assert statuses(Task) == set(TaskStatus.values)
-            assert statuses(ContentDeletion) == {DeletionStatus.DONE}
+            assert statuses(Deletion) == {DeletionStatus.DONE}
             assert Session.objects.filter(legal_hold=True).count() == 1
             deleted = Session.objects.get(content_deleted_at__isnull=False)
             assert deleted.items.count() == 0

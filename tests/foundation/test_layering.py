@@ -48,7 +48,7 @@ def broken_contracts(graph, *added: tuple[str, str]) -> set[str]:
     report = use_cases.create_report(use_cases.read_user_options(PYPROJECT), cache_dir=None)
     assert not report.could_not_run and not report.invalid_contract_options
     checks = list(report.get_contracts_and_checks())
-    assert len(checks) == 16
+    assert len(checks) == 17
     return {contract.name for contract, check in checks if not check.kept}
 
 
@@ -56,8 +56,12 @@ def test_every_layering_contract_is_kept(graph):
     assert broken_contracts(graph) == set(), "run `lint-imports` to see the import chains"
 
 
-LAYERS = "Layers: demo and console over actions over domains over tenancy and audit"
-UPWARD = "Domain apps, tenancy, audit and the project do not import the console, actions or demo"
+LAYERS = "Layers: demo and console over lifecycle over actions over domains over tenancy and audit"
+UPWARD = (
+    "Domain apps, tenancy, audit and the project do not import the console, lifecycle, "
+    "actions or demo"
+)
+LIFECYCLE = "lifecycle_app reaches the domains and the audit log only through their stores"
 
 
 @pytest.mark.parametrize(
@@ -93,11 +97,28 @@ UPWARD = "Domain apps, tenancy, audit and the project do not import the console,
             {"sessions_app reaches other domains only from its store"},
         ),
         (
-            "sessions_app.deletion",  # its ignores (issue 15) cover other domains' models only
-            "tasks_app.store",
+            # sessions_app may read runs (attach, append) but nothing more: no exemptions
+            "sessions_app.store.content",
+            "tasks_app.models",
+            {"sessions_app reaches other domains only from its store"},
+        ),
+        (
+            "sessions_app.views",
+            "effects_app.models",
+            {"sessions_app reaches other domains only from its store"},
+        ),
+        # The orchestrator may not touch another app's rows itself, only ask its store.
+        ("lifecycle_app.deletion", "runs_app.models", {LIFECYCLE}),
+        ("lifecycle_app.retention", "approvals_app.models", {LIFECYCLE}),
+        ("lifecycle_app.content", "audit_app.models", {LIFECYCLE}),
+        # ...and no domain reaches up to it.
+        (
+            "sessions_app.store",
+            "lifecycle_app.deletion",  # which imports every store: their independence too
             {
-                "tasks_app.store and langgraph_store are used by tasks_app and the layers above",
-                "sessions_app reaches other domains only from its store",
+                LAYERS,
+                UPWARD,
+                "No domain store imports another domain's store (approvals build on runs)",
             },
         ),
         ("runs_app.models", "console_app.views", {LAYERS, UPWARD}),

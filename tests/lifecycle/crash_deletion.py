@@ -14,7 +14,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stateroom.test_settings")
 django.setup()
 
 from audit_app.actor import Actor  # noqa: E402
-from sessions_app.deletion import ContentDeletionStore  # noqa: E402
+from lifecycle_app.deletion import DeletionStore  # noqa: E402
 from tenancy_app.models import Tenant  # noqa: E402
 from tenancy_app.scoping import in_tenant  # noqa: E402
 
@@ -31,7 +31,7 @@ def main(tenant_id: int, deletion_id: str, batch_size: int, kill_in_batch: int) 
             os.kill(os.getpid(), signal.SIGKILL)
 
     with in_tenant(tenant, atomic=False):
-        ContentDeletionStore(tenant, Actor.system("deletion")).run(
+        DeletionStore(tenant, Actor.system("deletion")).run(
             deletion_id=deletion_id, batch_size=batch_size, on_batch=die_mid_batch
         )
 

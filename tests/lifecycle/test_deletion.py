@@ -1,21 +1,21 @@
-"""Content deletion: receipts, batches, legal hold, crash and resume."""
+"""Content deletion: receipts, batches, legal hold, crash and resume (lifecycle_app.deletion)."""
 
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
+from lifecycle_app.content import CLASS_NAMES
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.deletion import progress as progress_at
+from lifecycle_app.models import Deletion, DeletionStatus
 from runs_app.models import RunEvent
 from runs_app.store import RunStateStore
-from sessions_app.deletion import (
-    DATA_CLASSES,
-    ContentDeletionStore,
-    progress,
-)
-from sessions_app.models import ContentDeletion, DeletionStatus, Session, SessionItem
+from sessions_app.models import Session, SessionItem
 from sessions_app.store import SessionStore
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.models import TaskCheckpoint
@@ -27,21 +27,37 @@ from .conftest import ADMIN, audit_actions, build_session
 
 pytestmark = pytest.mark.django_db
 
-FULL = {
-    "session_items": 3,
-    "run_event_payloads": 2,
-    "checkpoint_bodies": 2,
-    "effect_payloads": 1,
-}
-ZERO = dict.fromkeys(DATA_CLASSES, 0)
+ZERO = dict.fromkeys(CLASS_NAMES, 0)
+
+
+def counts(**nonzero: int) -> dict[str, int]:
+    """A plan or counts of every content class: zero but for these."""
+    assert set(nonzero) <= set(CLASS_NAMES)
+    return {**ZERO, **nonzero}
+
+
+# What build_session's default session holds: 3 items, its end reason, 2 event
+# payloads, 2 checkpoint bodies, its task's objective and 1 effect record.
+FULL = counts(
+    session_items=3,
+    session_metadata=1,
+    run_event_payloads=2,
+    checkpoint_bodies=2,
+    task_descriptions=1,
+    effect_payloads=1,
+)
+
+
+def progress(deletion):
+    return progress_at(deletion, timezone.now())
 
 
 class Crash(Exception):
     pass
 
 
-def store(tenant, actor=ADMIN) -> ContentDeletionStore:
-    return ContentDeletionStore(tenant, actor)
+def store(tenant, actor=ADMIN) -> DeletionStore:
+    return DeletionStore(tenant, actor)
 
 
 def test_preview_counts_what_would_go_and_what_stays(tenant_a, make_session):
@@ -51,13 +67,15 @@ def test_preview_counts_what_would_go_and_what_stays(tenant_a, make_session):
     assert preview == {
         "session_id": "s1",
         "status": "closed",
-        "delete": {
-            "session_items": 4,
-            "run_event_payloads": 6,
-            "checkpoint_bodies": 2,
-            "effect_payloads": 4,
-        },
-        "retain": {"audit_events": 1, "effect_records": 4, "runs": 2},
+        "delete": counts(
+            session_items=4,
+            session_metadata=1,
+            run_event_payloads=6,
+            checkpoint_bodies=2,
+            task_descriptions=2,
+            effect_payloads=4,
+        ),
+        "retain": {"audit_events": 1, "effect_records": 4, "approvals": 0, "runs": 2, "tasks": 2},
         "legal_hold": None,
         "deletion_in_progress": None,
         "content_deleted_at": None,
@@ -73,7 +91,7 @@ def test_request_records_job_audits_and_enqueues_on_commit(
         with in_tenant(tenant_a):
             deletion = store(tenant_a).request(session_id="s1", reason="user asked (GDPR art. 17)")
     assert len(callbacks) == 1
-    assert deletion.status == DeletionStatus.PENDING
+    assert deletion.status == DeletionStatus.QUEUED
     assert deletion.planned == FULL
     assert deletion.counts == ZERO
     assert (deletion.requested_by, deletion.requested_by_id) == ("ada", "1")
@@ -185,6 +203,10 @@ def test_run_twice_is_harmless(tenant_a, make_session):
     assert audit_actions(tenant_a, "s1").count("session.content_deleted") == 1
 
 
+SHOWN = ("session_items", "session_metadata", "run_event_payloads", "task_descriptions")
+SHOWN += ("effect_payloads",)
+
+
 def test_batches_are_bounded_filled_across_classes_and_runs(tenant_a, make_session):
     make_session(tenant_a, "s1", items=5, runs=3, events=1, checkpoints=0, effects=1)
     seen = []
@@ -193,16 +215,19 @@ def test_batches_are_bounded_filled_across_classes_and_runs(tenant_a, make_sessi
         store(tenant_a).run(
             deletion_id=deletion.deletion_id,
             batch_size=2,
-            on_batch=lambda d: seen.append(tuple(d.counts[cls] for cls in DATA_CLASSES)),
+            on_batch=lambda d: seen.append(tuple(d.counts[cls] for cls in SHOWN)),
         )
-    # (items, event payloads, checkpoint bodies, effect payloads) after each batch
+    # After each batch of 2, in deletion order: the items, the session's end
+    # reason, one event per run, each run's task objective, one effect per run.
     assert seen == [
-        (2, 0, 0, 0),
-        (4, 0, 0, 0),
-        (5, 1, 0, 0),
-        (5, 3, 0, 0),
-        (5, 3, 0, 2),
-        (5, 3, 0, 3),
+        (2, 0, 0, 0, 0),
+        (4, 0, 0, 0, 0),
+        (5, 1, 0, 0, 0),
+        (5, 1, 2, 0, 0),
+        (5, 1, 3, 1, 0),
+        (5, 1, 3, 3, 0),
+        (5, 1, 3, 3, 2),
+        (5, 1, 3, 3, 3),
     ]
 
 
@@ -243,7 +268,7 @@ def test_request_refuses_live_session_missing_reason_and_open_job(tenant_a, make
         with pytest.raises(Conflict) as exc:
             store(tenant_a).request(session_id="s1", reason="again")
         assert (exc.value.code, exc.value.details) == (
-            "deletion_in_progress",
+            "deletion_running",
             {"deletion_id": first.deletion_id},
         )
         assert list(store(tenant_a).for_session("s1")) == [first]
@@ -331,17 +356,19 @@ def test_crash_mid_job_then_rerun_finishes_with_exact_counts(tenant_a, make_sess
     with in_tenant(tenant_a):
         half = store(tenant_a).get(deletion.deletion_id)
         assert half.status == "running"
-        assert half.counts == {**ZERO, "session_items": 4}
+        assert half.counts == counts(session_items=4)
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 1
     with in_tenant(tenant_a, atomic=False):
         done = store(tenant_a).run(deletion_id=deletion.deletion_id, batch_size=2)
     assert done.status == "done"
-    assert done.counts == {
-        "session_items": 5,
-        "run_event_payloads": 4,
-        "checkpoint_bodies": 2,
-        "effect_payloads": 1,
-    }
+    assert done.counts == counts(
+        session_items=5,
+        session_metadata=1,
+        run_event_payloads=4,
+        checkpoint_bodies=2,
+        task_descriptions=1,
+        effect_payloads=1,
+    )
     assert done.counts == done.planned
     with in_tenant(tenant_a):
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
@@ -360,18 +387,19 @@ def test_progress_reports_planned_vs_counts_and_done_only_at_the_end(tenant_a, m
             batch_size=2,
             on_batch=lambda d: snapshots.append(progress(d)),
         )
-        final = store(tenant_a).progress(deletion.deletion_id)
+        final = store(tenant_a).progress(store(tenant_a).get(deletion.deletion_id))
     assert [(s["percent"], s["done"], s["deleted_total"]) for s in snapshots] == [
-        (50, False, 2),
-        (99, False, 4),
+        (40, False, 2),
+        (80, False, 4),
+        (99, False, 5),
     ]
     assert (final["percent"], final["done"], final["finished"], final["planned_total"]) == (
         100,
         True,
         True,
-        4,
+        5,
     )
-    assert final["planned"] == {**ZERO, "session_items": 4}
+    assert final["planned"] == counts(session_items=4, session_metadata=1)
     assert final["elapsed_seconds"] is not None
 
 
@@ -389,7 +417,7 @@ def test_task_shared_with_a_held_session_keeps_its_checkpoints(tenant_a, make_se
         deletion = store(tenant_a).request(session_id="s1", reason="asked")
         done = store(tenant_a).run(deletion_id=deletion.deletion_id)
         assert TaskCheckpoint.objects.filter(tenant=tenant_a, state__isnull=False).count() == 2
-    assert done.counts == {**FULL, "checkpoint_bodies": 0}
+    assert done.counts == {**FULL, "checkpoint_bodies": 0, "task_descriptions": 0}
 
 
 def test_other_sessions_and_tenants_keep_their_content(tenant_a, tenant_b, make_session):
@@ -445,7 +473,7 @@ def test_fail_marks_the_job_failed_and_audits(tenant_a, make_session):
         # A failed job is finished: a new request may start over.
         again = store(tenant_a).request(session_id="s1", reason="retry")
     assert (failed.status, failed.error) == ("failed", "OperationalError: gone")
-    assert again.status == "pending"
+    assert again.status == "queued"
     assert audit_actions(tenant_a, "s1")[-2:] == [
         "session.content_deletion_failed",
         "session.content_deletion_requested",
@@ -458,7 +486,7 @@ def test_request_is_atomic_with_the_callers_transaction(tenant_a, make_session):
         store(tenant_a).request(session_id="s1", reason="asked")
         raise Crash
     with in_tenant(tenant_a):
-        assert ContentDeletion.objects.filter(tenant=tenant_a).count() == 0
+        assert Deletion.objects.filter(tenant=tenant_a).count() == 0
         assert "session.content_deletion_requested" not in audit_actions(tenant_a)
 
 
@@ -498,8 +526,20 @@ def test_every_store_read_shows_the_content_gone_and_idempotency_still_holds(ten
             task_id="t1", checkpoint_id=checkpoint.checkpoint_id
         )
         assert (kept.seq, kept.state) == (1, None)
+        # The deleted session's run takes no more effects, not even a replay...
+        with pytest.raises(Conflict) as fenced:
+            effects.record(
+                run_id="r1",
+                idempotency_key="refund-1",
+                tool_name="refund",
+                request={"card": "4242"},
+            )
+        assert fenced.value.code == "content_deleted"
+        # ...but idempotency holds: a later run of the task asking "did this happen?" is told.
+        sessions.create(session_id="s2", user_id="u1")
+        runs.create(run_id="r2", session_id="s2")
         again, created = effects.record(
-            run_id="r1", idempotency_key="refund-1", tool_name="refund", request={"card": "4242"}
+            run_id="r2", idempotency_key="refund-1", tool_name="refund", request={"card": "4242"}
         )
         assert (again.effect_id, created, again.status, again.result) == (
             effect.effect_id,
@@ -507,12 +547,19 @@ def test_every_store_read_shows_the_content_gone_and_idempotency_still_holds(ten
             "committed",
             None,
         )
-    assert done.counts == {
-        "session_items": 1,
-        "run_event_payloads": 1,
-        "checkpoint_bodies": 1,
-        "effect_payloads": 1,
-    }
+        with pytest.raises(Unprocessable) as other_request:
+            effects.record(
+                run_id="r2", idempotency_key="refund-1", tool_name="refund", request={"card": "1"}
+            )
+        assert other_request.value.code == "idempotency_key_reused"
+    assert done.counts == counts(
+        session_items=1,
+        session_metadata=1,
+        run_event_payloads=1,
+        checkpoint_bodies=1,
+        task_descriptions=1,
+        effect_payloads=1,
+    )
 
 
 def test_a_held_session_with_a_taskless_run_does_not_keep_other_checkpoints(tenant_a, make_session):

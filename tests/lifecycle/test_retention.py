@@ -8,19 +8,33 @@ import pytest
 from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
+from lifecycle_app import retention
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.models import Deletion
+from lifecycle_app.tasks import apply_retention
 from runs_app.models import RunEvent, RunStatus
-from sessions_app import retention
-from sessions_app.deletion import DATA_CLASSES, ContentDeletionStore
-from sessions_app.models import ContentDeletion, SessionItem
+from runs_app.store import RunStateStore
+from sessions_app.models import SessionItem
 from sessions_app.store import SessionStore
-from sessions_app.tasks import apply_retention
+from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
 
 from .conftest import ADMIN, audit_actions
 
 pytestmark = pytest.mark.django_db
-ZERO = dict.fromkeys(DATA_CLASSES, 0)
+# What each policy field schedules, in build_session's default session.
+ITEMS = {"session_items": 3, "session_metadata": 1}
+RUN_EVENTS = {
+    "run_event_payloads": 2,
+    "run_errors": 0,
+    "run_transition_errors": 0,
+    "node_errors": 0,
+    "approval_payloads": 0,
+    "audit_payloads": 0,
+}
+CHECKPOINTS = {"checkpoint_bodies": 2, "task_descriptions": 1}
+EFFECTS = {"effect_payloads": 1}
 
 
 def days_ago(n: float):
@@ -36,7 +50,7 @@ def receipts(tenant) -> dict[str, tuple[str, str, dict]]:
     with in_tenant(tenant):
         return {
             d.session.session_id: (d.status, d.policy, d.counts)
-            for d in ContentDeletion.objects.filter(tenant=tenant).select_related("session")
+            for d in Deletion.objects.filter(tenant=tenant).select_related("session")
         }
 
 
@@ -57,10 +71,9 @@ def test_sessions_ended_before_the_cutoff_lose_that_class_only(
     result = run_retention(tenant_a, django_capture_on_commit_callbacks)
 
     assert result == {"done": {"acme": 2}, "errors": {}, "total": 2}
-    counts = {"session_items": 3}
     assert receipts(tenant_a) == {
-        "old": ("done", "retention:session_items=30", counts),
-        "old-expired": ("done", "retention:session_items=30", counts),
+        "old": ("done", "retention:session_items=30", ITEMS),
+        "old-expired": ("done", "retention:session_items=30", ITEMS),
     }
     with in_tenant(tenant_a):
         left = SessionItem.objects.filter(tenant=tenant_a).values_list("session__session_id")
@@ -92,22 +105,16 @@ def test_all_classes_due_combine_into_one_job_per_session(
 
     run_retention(tenant_a, django_capture_on_commit_callbacks)
 
-    full = {
-        "session_items": 3,
-        "run_event_payloads": 2,
-        "checkpoint_bodies": 2,
-        "effect_payloads": 1,
-    }
     assert receipts(tenant_a) == {
         "old": (
             "done",
             "retention:session_items=10,run_events=30,checkpoints=10,effect_payloads=90",
-            full,
+            {**ITEMS, **RUN_EVENTS, **CHECKPOINTS, **EFFECTS},
         ),
         "mid": (
             "done",
             "retention:session_items=10,checkpoints=10",
-            {"session_items": 3, "checkpoint_bodies": 2},
+            {**ITEMS, **CHECKPOINTS},
         ),
     }
     with in_tenant(tenant_a):
@@ -178,7 +185,7 @@ def test_hold_set_after_the_job_was_requested_stops_it(tenant_a, make_session):
     with in_tenant(tenant_a):
         [job] = retention.apply(tenant_a)  # on_commit never fires inside the test transaction
         SessionStore(tenant_a, ADMIN).set_legal_hold(session_id="s1", on=True, reason="case")
-        result = ContentDeletionStore(tenant_a, ADMIN).run(deletion_id=job.deletion_id)
+        result = DeletionStore(tenant_a, ADMIN).run(deletion_id=job.deletion_id)
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 3
     assert (result.status, result.policy) == ("refused", "retention:session_items=30")
 
@@ -212,26 +219,24 @@ def test_open_jobs_are_not_requested_twice(tenant_a, make_session):
     assert (len(first), second) == (1, [])
 
 
-def test_late_run_writes_are_caught_by_the_next_retention_run(
+def test_a_covered_group_stays_empty_and_is_not_requested_again(
     tenant_a, make_session, django_capture_on_commit_callbacks
 ):
-    built = make_session(tenant_a, "s1", ended_at=days_ago(60))
+    """The deletion fenced the session's runs: a late writer is refused, nothing comes back."""
+    built = make_session(tenant_a, "s1", ended_at=days_ago(60), run_status=RunStatus.RUNNING)
     set_policy(tenant_a, run_events_days=30)
     run_retention(tenant_a, django_capture_on_commit_callbacks)
-    with in_tenant(tenant_a):
-        RunEvent.objects.create(
-            tenant=tenant_a,
-            run=built.runs[0],
-            seq=9,
-            type="late",
-            payload={"x": 1},
-            created_at=timezone.now(),
+    with in_tenant(tenant_a), pytest.raises(Conflict) as late:
+        RunStateStore(tenant_a, ADMIN).append_events(
+            run_id=built.runs[0].run_id, events=[{"type": "late", "payload": {"x": 1}}]
         )
-    run_retention(tenant_a, django_capture_on_commit_callbacks)
+    assert late.value.code == "content_deleted"
+    second = run_retention(tenant_a, django_capture_on_commit_callbacks)
     with in_tenant(tenant_a):
-        counts = [d.counts for d in ContentDeletion.objects.filter(tenant=tenant_a).order_by("id")]
+        counts = [d.counts for d in Deletion.objects.filter(tenant=tenant_a).order_by("id")]
         assert RunEvent.objects.filter(tenant=tenant_a, payload__isnull=False).count() == 0
-    assert counts == [{"run_event_payloads": 2}, {"run_event_payloads": 1}]
+    assert second["total"] == 0
+    assert counts == [RUN_EVENTS]
 
 
 def test_preview_shows_next_sweep_and_retention_without_changing_anything(
@@ -253,7 +258,7 @@ def test_preview_shows_next_sweep_and_retention_without_changing_anything(
 
     with in_tenant(tenant_a):
         preview = retention.preview(tenant_a, sample_size=1)
-        assert ContentDeletion.objects.filter(tenant=tenant_a).count() == 0
+        assert Deletion.objects.filter(tenant=tenant_a).count() == 0
 
     assert preview["sweep"] == {
         "sessions_to_expire": {"count": 1, "sample": ["overdue"]},
@@ -268,15 +273,15 @@ def test_preview_shows_next_sweep_and_retention_without_changing_anything(
             "session_items": {
                 "policy": "session_items=30",
                 "days": 30,
-                "sessions": 1,
-                "rows": 3,
+                "classes": ["session_items", "session_metadata"],
+                "sessions": 2,
                 "sample": ["old1"],
             },
-            "run_event_payloads": {
+            "run_events": {
                 "policy": "run_events=30",
                 "days": 30,
+                "classes": list(RUN_EVENTS),
                 "sessions": 2,
-                "rows": 4,
                 "sample": ["old1"],
             },
         },

@@ -15,12 +15,12 @@ from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
 from approvals_app.tasks import sweep_expired_approvals
 from audit_app.models import AuditEvent
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.tasks import sweep_expired_sessions
 from runs_app.models import Run
 from runs_app.store import RunStateStore
-from sessions_app.deletion import ContentDeletionStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore
-from sessions_app.tasks import sweep_expired_sessions
 from stateroom.celery import app
 from tenancy_app.jobs import for_each_tenant
 from tenancy_app.rls import TENANT_SETTING
@@ -81,15 +81,16 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
     app.loader.import_default_modules()
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert scheduled == {
-        "sessions_app.tasks.sweep_expired_sessions",
+        "lifecycle_app.tasks.sweep_expired_sessions",
         "approvals_app.tasks.sweep_expired_approvals",
         "actions_app.tasks.sweep_overdue_runs",
-        "sessions_app.tasks.apply_retention",
+        "lifecycle_app.tasks.reap_stalled_jobs",
+        "lifecycle_app.tasks.apply_retention",
         "outbox_app.tasks.relay_outbox",
         "audit_app.tasks.anchor_audit_heads",
     }
     on_demand = {
-        "sessions_app.tasks.delete_session_content",
+        "lifecycle_app.tasks.delete_session_content",
         "approvals_app.webhooks.notify_decision",
     }
     assert (scheduled | on_demand) <= set(app.tasks)
@@ -274,24 +275,29 @@ def test_concurrent_sweeps_make_each_transition_and_audit_event_once(tenant_a, t
 def test_two_workers_running_one_deletion_count_each_row_once(tenant_a):
     with in_tenant(tenant_a):
         build_session(tenant_a, "s1", items=40, runs=2, events=15, checkpoints=5, effects=3)
-        deletion = ContentDeletionStore(tenant_a, ADMIN).request(
+        deletion = DeletionStore(tenant_a, ADMIN).request(
             session_id="s1", reason="asked", enqueue=False
         )
 
     def run_job():
         with in_tenant(tenant_a, atomic=False):
-            job = ContentDeletionStore(tenant_a, ADMIN).run(
-                deletion_id=deletion.deletion_id, batch_size=3
-            )
+            job = DeletionStore(tenant_a, ADMIN).run(deletion_id=deletion.deletion_id, batch_size=3)
             return job.status, job.counts
 
     results = _run_together(2, run_job)
 
     expected = {
         "session_items": 40,
+        "session_metadata": 1,
         "run_event_payloads": 30,
+        "run_errors": 0,
+        "run_transition_errors": 0,
+        "node_errors": 0,
         "checkpoint_bodies": 10,
+        "task_descriptions": 2,
+        "approval_payloads": 0,
         "effect_payloads": 6,
+        "audit_payloads": 0,
     }
     assert results == [("done", expected), ("done", expected)]
     assert [t for t, _, _ in audit_rows(tenant_a, "session.content_deleted")] == ["s1"]

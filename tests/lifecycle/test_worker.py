@@ -24,10 +24,11 @@ from django.conf import settings
 from kombu import pools as kombu_pools
 
 from audit_app.models import AuditEvent
+from lifecycle_app.content import CLASS_NAMES
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.tasks import sweep_expired_sessions
 from runs_app.models import RunEvent
-from sessions_app.deletion import ContentDeletionStore
 from sessions_app.models import Session, SessionItem
-from sessions_app.tasks import sweep_expired_sessions
 from stateroom.celery import app as celery_app
 from tenancy_app.scoping import in_tenant
 from tests.conftest import require_infrastructure
@@ -36,6 +37,12 @@ from .conftest import ADMIN, build_session, subprocess_env
 from .test_sweeps import overdue_session
 
 ROOT = Path(settings.BASE_DIR)
+
+
+def content(**nonzero: int) -> dict[str, int]:
+    return {**dict.fromkeys(CLASS_NAMES, 0), **nonzero}
+
+
 BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 WAIT_SECONDS = 60
 
@@ -144,32 +151,34 @@ def test_real_worker_runs_a_sweep_and_a_deletion(tenant_a):
         sweep_expired_sessions.delay(tenant_id=tenant_a.pk)
         with in_tenant(tenant_a):
             # Enqueued by the store on commit of this block, to the real broker.
-            deletion = ContentDeletionStore(tenant_a, ADMIN).request(
+            deletion = DeletionStore(tenant_a, ADMIN).request(
                 session_id="doomed", reason="user asked"
             )
 
         def finished():
             with in_tenant(tenant_a):
                 expired = Session.objects.get(tenant=tenant_a, session_id="overdue").status
-                job = ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
+                job = DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
                 return (expired, job) if expired == "expired" and job.status == "done" else None
 
         _, job = wait_for(finished, log)
         # Both ran in the worker process, not eagerly in this one.
         wait_for(
             lambda: (
-                worker_ran(log, "sessions_app.tasks.sweep_expired_sessions")
-                and worker_ran(log, "sessions_app.tasks.delete_session_content")
+                worker_ran(log, "lifecycle_app.tasks.sweep_expired_sessions")
+                and worker_ran(log, "lifecycle_app.tasks.delete_session_content")
             ),
             log,
         )
 
-    assert job.counts == {
-        "session_items": 25,
-        "run_event_payloads": 10,
-        "checkpoint_bodies": 3,
-        "effect_payloads": 2,
-    }
+    assert job.counts == content(
+        session_items=25,
+        session_metadata=1,
+        run_event_payloads=10,
+        checkpoint_bodies=3,
+        task_descriptions=1,
+        effect_payloads=2,
+    )
     with in_tenant(tenant_a):
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
         expired_by = AuditEvent.objects.get(
@@ -185,7 +194,7 @@ def test_real_worker_runs_a_sweep_and_a_deletion(tenant_a):
 def test_deletion_killed_with_sigkill_resumes_with_exact_counts(tenant_a):
     with in_tenant(tenant_a):
         build_session(tenant_a, "s1", items=7, events=4, checkpoints=2, effects=1)
-        deletion = ContentDeletionStore(tenant_a, ADMIN).request(
+        deletion = DeletionStore(tenant_a, ADMIN).request(
             session_id="s1", reason="asked", enqueue=False
         )
 
@@ -208,25 +217,25 @@ def test_deletion_killed_with_sigkill_resumes_with_exact_counts(tenant_a):
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
 
     with in_tenant(tenant_a):
-        half = ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
+        half = DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
         left = SessionItem.objects.filter(tenant=tenant_a).count()
     # Two batches committed; the third died before its commit and left nothing.
     assert (half.status, half.counts["session_items"], left) == ("running", 4, 3)
 
     with in_tenant(tenant_a, atomic=False):
-        done = ContentDeletionStore(tenant_a, ADMIN).run(
-            deletion_id=deletion.deletion_id, batch_size=2
-        )
+        done = DeletionStore(tenant_a, ADMIN).run(deletion_id=deletion.deletion_id, batch_size=2)
     assert done.status == "done"
     assert (
         done.counts
         == done.planned
-        == {
-            "session_items": 7,
-            "run_event_payloads": 4,
-            "checkpoint_bodies": 2,
-            "effect_payloads": 1,
-        }
+        == content(
+            session_items=7,
+            session_metadata=1,
+            run_event_payloads=4,
+            checkpoint_bodies=2,
+            task_descriptions=1,
+            effect_payloads=1,
+        )
     )
     with in_tenant(tenant_a):
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 0

@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from audit_app.models import AuditEvent
+from lifecycle_app.deletion import DeletionStore
 from outbox_app import relay
 from outbox_app.models import OutboxMessage
-from sessions_app.deletion import ContentDeletionStore
 from tenancy_app.scoping import in_tenant
 from tests.infra import celery_worker, free_port, producing_to, redis_server
 from tests.lifecycle.conftest import ADMIN, build_session
@@ -21,7 +21,7 @@ def request_deletion(tenant, session_id: str = "doomed"):
     with in_tenant(tenant):
         build_session(tenant, session_id, items=5, events=2, checkpoints=1, effects=1)
     with in_tenant(tenant):
-        return ContentDeletionStore(tenant, ADMIN).request(session_id=session_id, reason="asked")
+        return DeletionStore(tenant, ADMIN).request(session_id=session_id, reason="asked")
 
 
 def runs_of(log, task: str) -> int:
@@ -51,7 +51,7 @@ def test_a_rolled_back_change_leaves_no_job(tenant_a):
     with in_tenant(tenant_a):
         build_session(tenant_a, "s1")
     with pytest.raises(ZeroDivisionError), in_tenant(tenant_a):
-        ContentDeletionStore(tenant_a, ADMIN).request(session_id="s1", reason="r")
+        DeletionStore(tenant_a, ADMIN).request(session_id="s1", reason="r")
         assert OutboxMessage.objects.count() == 1
         1 / 0  # noqa: B018
     with in_tenant(tenant_a):
@@ -65,10 +65,10 @@ def test_eager_mode_runs_the_job_after_the_commit_and_marks_it_sent(
         deletion = request_deletion(tenant_a)
     assert len(callbacks) == 1
     with in_tenant(tenant_a):
-        assert ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id).status == "done"
+        assert DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id).status == "done"
         [row] = OutboxMessage.objects.all()
     assert (row.task, row.args) == (
-        "sessions_app.tasks.delete_session_content",
+        "lifecycle_app.tasks.delete_session_content",
         [tenant_a.pk, deletion.deletion_id],
     )
     assert row.sent_at is not None
@@ -88,7 +88,7 @@ def test_broker_down_the_change_commits_and_its_job_waits(tenant_a):
     assert row.attempts == 2  # once after the commit, once by the relay
     assert "OperationalError" in row.last_error or "Connection" in row.last_error
     with in_tenant(tenant_a):
-        assert ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id).status == "pending"
+        assert DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id).status == "queued"
 
 
 @pytest.mark.celery_worker
@@ -112,11 +112,11 @@ def test_redis_stopped_then_started_the_job_runs_exactly_once(tenant_a):
 
             def done():
                 with in_tenant(tenant_a):
-                    job = ContentDeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
+                    job = DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
                 return job if job.status == "done" else None
 
             job = wait_for(done, log)
-            task = "sessions_app.tasks.delete_session_content"
+            task = "lifecycle_app.tasks.delete_session_content"
             wait_for(lambda: runs_of(log, task) == 1, log)
             time.sleep(1)  # a duplicate delivery would show up in this time
             assert runs_of(log, task) == 1

@@ -10,7 +10,7 @@ from audit_app.models import AuditEvent
 from runs_app.models import Run
 from runs_app.store import RunStateStore
 from sessions_app.models import Session
-from tasks_app.models import Task
+from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.scoping import in_tenant
 
 # How to bring a fresh run (created, v1) to each status with CAS steps.
@@ -134,3 +134,24 @@ def in_threads(count: int, work) -> list:
     if errors:
         raise errors[0]
     return results
+
+
+def make_checkpoint(tenant, checkpoint_id: str, task_id: str = "task-cp") -> TaskCheckpoint:
+    """A checkpoint a run's `last_checkpoint_id` may name (ids in a body must exist)."""
+    now = timezone.now()
+    with in_tenant(tenant):
+        task, _ = Task.objects.get_or_create(
+            tenant=tenant,
+            task_id=task_id,
+            defaults={"objective": "o", "created_at": now, "updated_at": now},
+        )
+        seq = TaskCheckpoint.objects.filter(tenant=tenant, task=task).count() + 1
+        return TaskCheckpoint.objects.create(
+            tenant=tenant,
+            task=task,
+            checkpoint_id=checkpoint_id,
+            seq=seq,
+            schema_version=1,
+            state={},
+            created_at=now,
+        )

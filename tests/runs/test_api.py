@@ -6,7 +6,7 @@ from django.test import Client
 from runs_app.models import Run, RunEvent
 from tenancy_app.scoping import in_tenant
 
-from .conftest import make_run, make_session, make_task, reload
+from .conftest import make_checkpoint, make_run, make_session, make_task, reload
 
 JSON = "application/json"
 
@@ -155,6 +155,7 @@ def test_list_runs_filters_and_pages(api_a, api_b, tenant_a, tenant_b):
 # --- POST /runs/{id}/transition --------------------------------------------------------
 def test_transition_applies_changes_and_returns_version_plus_1(api_a, tenant_a):
     make_run(tenant_a, run_id="r-1")
+    make_checkpoint(tenant_a, "cp-1")
     response = post(
         api_a,
         "/api/v1/runs/r-1/transition",

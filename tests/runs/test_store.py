@@ -10,7 +10,16 @@ from runs_app.models import RUN_TRANSITIONS, TERMINAL_RUN_STATUSES, RunStatus
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tenancy_app.scoping import in_tenant
 
-from .conftest import PATHS, audit_actions, make_run, make_session, make_task, reload, run_store
+from .conftest import (
+    PATHS,
+    audit_actions,
+    make_checkpoint,
+    make_run,
+    make_session,
+    make_task,
+    reload,
+    run_store,
+)
 
 STATUSES = list(RunStatus.values)
 
@@ -53,6 +62,7 @@ def test_create_generates_an_id(tenant_a):
 
 def test_new_run_in_a_session_inherits_no_transient_state_of_the_previous_run(tenant_a):
     make_session(tenant_a)
+    make_checkpoint(tenant_a, "cp-3")
     first = make_run(tenant_a, "running", run_id="r-1", session_id="sess-1")
     with in_tenant(tenant_a):
         store = run_store(tenant_a)
@@ -96,6 +106,7 @@ def test_new_run_in_a_session_inherits_no_transient_state_of_the_previous_run(te
         "claim_until": None,
         "last_event_seq": 0,
         "created_by_token_id": None,  # made by the test's system actor, not a runtime token
+        "content_fenced_at": None,
     }
 
 

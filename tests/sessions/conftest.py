@@ -60,11 +60,51 @@ def make_session(tenant: Tenant, session_id: str = "s-a", **kw) -> Session:
 
 
 def make_run(tenant: Tenant, run_id: str, session: Session | None = None) -> Run:
-    """A row in runs_app (setup only: the attach checks read this table)."""
+    """A row in runs_app (setup only: the attach checks read this table), or the existing
+    one moved into `session`."""
     now = timezone.now()
     with in_tenant(tenant):
-        return Run.objects.create(
-            tenant=tenant, run_id=run_id, session=session, created_at=now, updated_at=now
+        run, _ = Run.objects.update_or_create(
+            tenant=tenant,
+            run_id=run_id,
+            defaults={"session": session},
+            create_defaults={"session": session, "created_at": now, "updated_at": now},
+        )
+        return run
+
+
+# The run ids these tests attach and append with. A session names only runs
+# that exist in its tenant (an unknown run id is 404), so they exist, in no
+# session, in tenant A; tests that need one in a session move it with make_run.
+STANDARD_RUNS = (
+    "run-0",
+    "run-1",
+    "run-2",
+    "run-3",
+    "run-9",
+    "run-x",
+    "run-other",
+    "run-mine",
+    "run-free",
+    "run-new",
+    "run-a",
+    "run-b",
+)
+
+
+@pytest.fixture(autouse=True)
+def _standard_runs(request):
+    if "tenant_a" not in request.fixturenames:
+        return
+    tenant = request.getfixturevalue("tenant_a")
+    now = timezone.now()
+    with in_tenant(tenant):
+        Run.objects.bulk_create(
+            [
+                Run(tenant=tenant, run_id=run_id, created_at=now, updated_at=now)
+                for run_id in STANDARD_RUNS
+            ],
+            ignore_conflicts=True,
         )
 
 

@@ -48,7 +48,9 @@ def session_json(tenant, session_id: str, attached: list[str] | None = None) -> 
 
 def stale_session(tenant, session_id: str = "s-a") -> Session:
     """A session whose one-hour lease ran out an hour ago."""
-    return make_session(tenant, session_id, clock=Clock(timezone.now() - timedelta(hours=2)))
+    return make_session(
+        tenant, session_id, clock=Clock(timezone.now() - timedelta(hours=2)), lease_seconds=3600
+    )
 
 
 def assert_error(response, status: int, code: str, details=None) -> dict:
@@ -86,14 +88,25 @@ def test_create_returns_201_with_the_session(api_a, tenant_a):
     assert s.lease_until - s.created_at == timedelta(seconds=60)
 
 
-def test_create_generates_an_id_and_defaults_the_lease(api_a, tenant_a):
+def test_create_generates_an_id_and_defaults_the_lease(api_a, tenant_a, make_tenant, make_token):
     response = post(api_a, API, {"user_id": "alice"})
     assert response.status_code == 201
     session_id = response.json()["session_id"]
     assert session_id.startswith("sess_") and len(session_id) == 25
     with in_tenant(tenant_a):
         s = Session.objects.get()
-    assert (s.session_id, s.lease_until - s.created_at) == (session_id, timedelta(hours=1))
+    # The tenant's default: 30 days unless it set another.
+    assert (s.session_id, s.lease_until - s.created_at, s.lease_seconds) == (
+        session_id,
+        timedelta(days=30),
+        30 * 86400,
+    )
+    short = make_tenant("shortlease", session_lease_seconds=600)
+    client = Client(headers={"Authorization": f"Bearer {make_token(short)}"})
+    body = post(client, API, {"user_id": "alice"}).json()
+    with in_tenant(short):
+        s = Session.objects.get(session_id=body["session_id"])
+    assert (s.lease_until - s.created_at, s.lease_seconds) == (timedelta(minutes=10), 600)
 
 
 def test_create_duplicate_id_is_409(api_a, tenant_a, s_a):
@@ -117,7 +130,7 @@ def test_create_same_id_in_another_tenant_is_fine(api_b, tenant_a, tenant_b, s_a
         ({"user_id": "alice", "session_id": "bad id!"}, ["session_id"]),
         ({"user_id": "alice", "session_id": "x" * 129}, ["session_id"]),
         ({"user_id": "alice", "lease_seconds": 0}, ["lease_seconds"]),
-        ({"user_id": "alice", "lease_seconds": 86401}, ["lease_seconds"]),
+        ({"user_id": "alice", "lease_seconds": 30 * 86400 + 1}, ["lease_seconds"]),
         ({"user_id": "alice", "metadata": ["x"]}, ["metadata"]),
     ],
 )
@@ -254,12 +267,15 @@ def test_list_costs_the_same_queries_for_any_page_size(api_a, tenant_a):
     for n in range(2):
         make_session(tenant_a, f"s-{n}")
         with in_tenant(tenant_a):
+            make_run(tenant_a, f"r-{n}")
             store.attach(session_id=f"s-{n}", user_id="alice", run_id=f"r-{n}", expected_revision=0)
     api_a.get(API)  # the token's first use is recorded once; measure afterwards
     small = count_queries()
     for n in range(2, 12):
         make_session(tenant_a, f"s-{n}")
         with in_tenant(tenant_a):
+            make_run(tenant_a, f"r-{n}")
+            make_run(tenant_a, f"q-{n}")
             store.attach(session_id=f"s-{n}", user_id="alice", run_id=f"r-{n}", expected_revision=0)
             store.attach(session_id=f"s-{n}", user_id="alice", run_id=f"q-{n}", expected_revision=1)
     body = api_a.get(API).json()
@@ -418,7 +434,7 @@ def test_heartbeat_renews_the_lease(api_a, tenant_a, s_a):
 
 def test_heartbeat_refusals(api_a, api_b, tenant_a, s_a):
     before = snapshot(tenant_a)
-    for lease in (0, 86401, "x"):
+    for lease in (0, 30 * 86400 + 1, "x"):
         body = assert_error(
             post(api_a, f"{API}/s-a/heartbeat", {"lease_seconds": lease}), 422, "validation_error"
         )
@@ -450,9 +466,11 @@ def test_close_is_audited_once_as_the_token(api_a, tenant_a, s_a):
     assert (event.actor_type, event.actor_label, event.reason, event.after) == (
         "token",
         "token:worker",
-        "conversation over",
+        "",  # a runtime's words are not kept in the append-only log...
         {"status": "closed"},
     )
+    with in_tenant(tenant_a):  # ...but in its detached, redactable payload
+        assert event.payload.content == {"reason": "conversation over"}
 
 
 def test_close_refusals_change_nothing(api_a, api_b, tenant_a, s_a):

@@ -155,7 +155,7 @@ def test_two_sweeps_at_once_expire_and_audit_each_session_once(tenant_a):
 
     def sweep(i: int) -> int:
         with in_tenant(tenant_a):
-            return store_for(tenant_a).expire_overdue(limit=500)
+            return len(store_for(tenant_a).expire_overdue(limit=500))
 
     results = run_together(2, sweep)
     assert sum(results) == 40, results

@@ -9,9 +9,11 @@ must follow `SESSION_TRANSITIONS`, and seqs stay gap-free throughout.
 import itertools
 from datetime import timedelta
 
+from django.utils import timezone
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from runs_app.models import Run
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session, SessionAttachment, SessionItem
 from sessions_app.store import SESSION_TRANSITIONS, SessionRefusal
 from stateroom.errors import StateroomError
@@ -118,6 +120,11 @@ def test_random_operation_sequences_follow_the_state_machine(tenant_a, ops, conc
     session_id = f"prop-{next(_ids)}"
     with in_tenant(tenant_a):
         session_pk = store.create(session_id=session_id, user_id="alice", lease_seconds=LEASE).pk
+        now = timezone.now()
+        Run.objects.bulk_create(  # the runs it attaches exist (an unknown run is 404)
+            Run(tenant=tenant_a, run_id=f"{session_id}:{run}", created_at=now, updated_at=now)
+            for run in RUNS
+        )
 
     for op in ops:
         if op[0] == "advance":
@@ -158,7 +165,7 @@ def test_random_operation_sequences_follow_the_state_machine(tenant_a, ops, conc
             assert new["revision"] == old["revision"] + bump
             added = op[1] if op[0] == "append" else 0
             assert new["last_seq"] == old["last_seq"] + added
-            if op[0] in ("attach", "heartbeat"):
+            if op[0] in ("attach", "detach", "heartbeat", "append"):  # activity renews it
                 assert new["lease_until"] == clock.now + timedelta(seconds=LEASE)
             if op[0] == "attach":
                 assert attached(after) == [*attached(before), op[1]]

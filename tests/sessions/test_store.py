@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.actor import Actor
+from runs_app.models import Run
 from sessions_app.models import ItemAppend, Session, SessionAttachment, SessionItem
 from sessions_app.store import SessionRefusal
 from stateroom.errors import Conflict, NotFound, Unprocessable
@@ -22,8 +23,9 @@ def store(tenant_a, clock):
 
 @pytest.fixture
 def session(tenant_a, store):
+    """A session with a one-hour lease (what these tests count in)."""
     with in_tenant(tenant_a):
-        return store.create(session_id="s-a", user_id="alice")
+        return store.create(session_id="s-a", user_id="alice", lease_seconds=3600)
 
 
 def attach(store, run_id="run-1", revision=0, **kw):
@@ -77,7 +79,7 @@ def test_same_session_id_in_two_tenants_is_two_sessions(tenant_a, tenant_b):
         ({"metadata": {"a": float("inf")}}, "metadata"),
         ({"user_id": "al\x00ice"}, "user_id"),
         ({"lease_seconds": 0}, "lease_seconds"),
-        ({"lease_seconds": 86401}, "lease_seconds"),
+        ({"lease_seconds": 30 * 86400 + 1}, "lease_seconds"),
         ({"lease_seconds": True}, "lease_seconds"),
     ],
 )
@@ -165,9 +167,12 @@ def test_run_of_another_session_is_not_attachable(tenant_a, store, session):
         store.detach(session_id="s-a", user_id="alice", run_id="run-mine", expected_revision=1)
         attach(store, run_id="run-free", revision=2)
         store.detach(session_id="s-a", user_id="alice", run_id="run-free", expected_revision=3)
-        # A run_id runs_app does not know yet may be attached.
+        # A run the tenant does not know is not found, like a path id.
+        with pytest.raises(NotFound) as unknown:
+            attach(store, run_id="run-unknown", revision=4)
         session = attach(store, run_id="run-new", revision=4)
     assert refused.value.code == mounted.value.code == "run_not_attachable"
+    assert unknown.value.details == {"run_id": "run-unknown"}
     assert store.attached_run_ids(session) == ["run-new"]
 
 
@@ -252,8 +257,13 @@ def test_heartbeat_renews_the_lease(tenant_a, store, session, clock):
     with in_tenant(tenant_a):
         beat = store.heartbeat(session_id="s-a", lease_seconds=120)
         assert beat.lease_until == clock.now + timedelta(seconds=120)
+        clock.advance(100)
+        # Without a length, the session's own (the last one given) is renewed.
         default = store.heartbeat(session_id="s-a")
-    assert default.lease_until == clock.now + timedelta(seconds=3600)
+    assert (default.lease_until, default.lease_seconds) == (
+        clock.now + timedelta(seconds=120),
+        120,
+    )
     assert (default.revision, default.last_active_at) == (0, clock.now)
 
 
@@ -381,10 +391,11 @@ def test_append_numbers_items_gap_free(tenant_a, store, session, clock):
         (2, "assistant", {"text": "b"}, T0),
         (3, "user", {"text": "c"}, clock.now),
     ]
+    # Every append is activity: the lease runs for its length again from then.
     assert (stored.last_seq, stored.last_active_at, stored.lease_until) == (
         3,
         clock.now,
-        T0 + timedelta(seconds=3600),
+        clock.now + timedelta(seconds=3600),
     )
 
 
@@ -488,7 +499,9 @@ def test_append_validates_items(tenant_a, store, session, items, details):
 
 def test_append_by_a_run_needs_the_run_on_the_session(tenant_a, store, session):
     with in_tenant(tenant_a):
-        with pytest.raises(Conflict) as unknown:
+        with pytest.raises(NotFound) as unknown:  # a run id names a run of the tenant
+            store.append_items(session_id="s-a", items=[item()], run_id="run-nowhere")
+        with pytest.raises(Conflict) as elsewhere:
             store.append_items(session_id="s-a", items=[item()], run_id="run-1")
         attach(store)
         store.append_items(session_id="s-a", items=[item()], run_id="run-1")
@@ -504,7 +517,8 @@ def test_append_by_a_run_needs_the_run_on_the_session(tenant_a, store, session):
             (1, "run-1"),
             (2, "run-created-here"),
         ]
-    assert unknown.value.code == detached.value.code == "run_not_attached"
+    assert unknown.value.details == {"run_id": "run-nowhere"}
+    assert elsewhere.value.code == detached.value.code == "run_not_attached"
     assert created_here.first_seq == 2
 
 
@@ -523,7 +537,7 @@ def test_append_after_lease_passed_expires_and_refuses(tenant_a, store, session,
 
 def test_append_to_deleted_content_is_refused(tenant_a, store, session):
     with in_tenant(tenant_a):
-        Session.objects.filter(pk=session.pk).update(content_deleted_at=T0)
+        store.fence_content(session)  # what a deletion request does first
         with pytest.raises(Conflict) as refused:
             store.append_items(session_id="s-a", items=[item()])
     assert refused.value.code == "content_deleted"
@@ -581,6 +595,9 @@ def test_list_sessions_prefetches_attached_runs(tenant_a, store):
         for n in range(5):
             store.create(session_id=f"s-{n}", user_id="alice")
             for r in range(n % 3):
+                Run.objects.create(
+                    tenant=tenant_a, run_id=f"r-{n}-{r}", created_at=T0, updated_at=T0
+                )
                 store.attach(
                     session_id=f"s-{n}", user_id="alice", run_id=f"r-{n}-{r}", expected_revision=r
                 )
@@ -618,9 +635,9 @@ def test_expire_overdue_expires_live_sessions_past_lease(tenant_a, tenant_b, sto
     clock.advance(11)
     sweeper = store_for(tenant_a, clock=clock, actor=Actor.system("sweep"))
     with in_tenant(tenant_a):
-        assert sweeper.expire_overdue(limit=1) == 1
-        assert sweeper.expire_overdue() == 1
-        assert sweeper.expire_overdue() == 0
+        assert len(sweeper.expire_overdue(limit=1)) == 1
+        assert len(sweeper.expire_overdue()) == 1
+        assert sweeper.expire_overdue() == []
         statuses = dict(Session.objects.values_list("session_id", "status"))
         assert SessionAttachment.objects.get().detached_at == clock.now
     assert statuses == {"short": "expired", "idle": "expired", "long": "active", "closed": "closed"}

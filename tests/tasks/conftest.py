@@ -1,6 +1,10 @@
 import pytest
+from django.utils import timezone
 
+from approvals_app.models import ApprovalRequest
 from audit_app.actor import Actor
+from effects_app.models import ExternalEffect
+from runs_app.models import Run
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 
@@ -28,3 +32,37 @@ def make_task(task_store):
             return task_store(tenant).create(task_id=task_id, objective=objective, **kw)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _referenced_objects(request):
+    """The approval `apr_1` and the effect `eff_1` these tests put in a task's state exist in
+    tenant A: ids in a body name objects of the tenant (404 otherwise)."""
+    if "tenant_a" not in request.fixturenames:
+        return
+    tenant = request.getfixturevalue("tenant_a")
+    now = timezone.now()
+    with in_tenant(tenant):
+        run = Run.objects.create(tenant=tenant, run_id="run-ref", created_at=now, updated_at=now)
+        ApprovalRequest.objects.create(
+            tenant=tenant,
+            approval_id="apr_1",
+            run=run,
+            tool_name="t",
+            call_digest="d",
+            run_version=1,
+            risk="low",
+            risk_rank=1,
+            status="approved",
+            created_at=now,
+        )
+        ExternalEffect.objects.create(
+            tenant=tenant,
+            effect_id="eff_1",
+            run=run,
+            idempotency_key="key-ref",
+            tool_name="t",
+            request_digest="d",
+            created_at=now,
+            updated_at=now,
+        )
