@@ -1,6 +1,5 @@
 from django_scopes import get_scope
 
-from approvals_app.models import ApprovalStatus
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 
@@ -34,5 +33,5 @@ def _pending_approvals_count(request, tenant):
 def _count(request, tenant) -> int | None:
     if tenant is None or get_scope().get("tenant") != tenant:
         return None
-    store = ApprovalStore(tenant, Actor.from_request(request))
-    return store.list_approvals(status=ApprovalStatus.PENDING).count()
+    # What the inbox lists: pending approvals that can still happen.
+    return ApprovalStore(tenant, Actor.from_request(request)).inbox().count()

@@ -1,4 +1,4 @@
-"""The session timeline: one chronological stream merged from five sources.
+"""The session timeline: one chronological stream merged from six sources.
 
 Conversation items are the spine. A page is a bounded range of seqs read
 through `SessionStore.get_items` (the unique index (tenant, session, seq)),
@@ -10,7 +10,10 @@ effects) are read only for the time window the page covers:
 
 The newest page's window is open at the top and the oldest page's at the
 bottom, so consecutive pages partition time and every side event shows on
-exactly one page. Each side query is capped (`SIDE_LIMIT`); a window with
+exactly one page. The sixth stream is the session's lifecycle, read from the
+audit log: closed, expired, legal hold on and off, content deletion
+requested (by an admin, retention or an erasure), refused, failed and
+finished, each with who and why. Each side query is capped (`SIDE_LIMIT`); a window with
 more shows a note pointing to the run inspector.
 
 Read-only and tenant-filtered like a store's reads; it spans sessions, runs,
@@ -26,6 +29,7 @@ from typing import Any
 from django.db.models import Q
 
 from approvals_app.models import ApprovalRequest
+from audit_app.store import AuditStore
 from effects_app.models import ExternalEffect
 from runs_app.models import RunTransition
 from sessions_app.models import Session, SessionAttachment
@@ -44,6 +48,7 @@ _KIND_RANK = {
     "decision": 4,
     "effect": 5,
     "detach": 6,
+    "lifecycle": 7,
 }
 _CSS = {
     "item": "k-item",
@@ -53,12 +58,24 @@ _CSS = {
     "approval": "k-approval",
     "decision": "k-approval",
     "effect": "k-effect",
+    "lifecycle": "k-lifecycle",
+}
+# What the timeline says of each lifecycle event about a session.
+LIFECYCLE = {
+    "session.closed": "Session closed",
+    "session.expired": "Session expired",
+    "session.legal_hold_on": "Legal hold placed",
+    "session.legal_hold_off": "Legal hold released",
+    "session.content_deletion_requested": "Content deletion requested",
+    "session.content_deletion_refused": "Content deletion refused",
+    "session.content_deletion_failed": "Content deletion failed",
+    "session.content_deleted": "Content deleted",
 }
 
 
 @dataclass(frozen=True)
 class Entry:
-    kind: str  # item | attach | detach | run | approval | decision | effect
+    kind: str  # item | attach | detach | run | approval | decision | effect | lifecycle
     at: datetime
     obj: Any
     tiebreak: int = 0
@@ -113,6 +130,7 @@ class SessionTimeline:
             ("run changes", self._transitions),
             ("approvals", self._approvals),
             ("effects", self._effects),
+            ("lifecycle events", self._lifecycle),
         ):
             found, full = reader(session, lower, upper)
             entries += found
@@ -197,6 +215,38 @@ class SessionTimeline:
         return [Entry("effect", r.created_at, r, r.id) for r in rows[:SIDE_LIMIT]], len(
             rows
         ) > SIDE_LIMIT
+
+    def _lifecycle(self, session, lower, upper) -> tuple[list[Entry], bool]:
+        """Who ended, held, released or deleted the session, and why (from the audit log).
+
+        A reason a runtime gave lives in the event's detached payload, and goes
+        with the session's content.
+        """
+        audit = AuditStore(self.tenant, self.store.actor)
+        rows = list(
+            audit.list_events(target_type="session", target_id=session.session_id)
+            .filter(action__in=LIFECYCLE)
+            .filter(_window("created_at", lower, upper))
+            .order_by("seq")[: SIDE_LIMIT + 1]
+        )
+        rows = rows[:SIDE_LIMIT] if len(rows) > SIDE_LIMIT else rows
+        payloads = audit.payloads(rows)
+        for row in rows:
+            row.label = LIFECYCLE[row.action]
+            after = row.after or {}
+            if after.get("erasure_id"):
+                row.label += f" (erasure {after['erasure_id']})"
+            elif str(after.get("policy", "")).startswith("retention:"):
+                row.label += " (retention policy)"
+            written = payloads.get(row.pk, {}).get("reason")
+            row.why = row.reason or written or ""
+            row.why_deleted = bool(row.payload_hash) and row.pk not in payloads
+            row.rows = (
+                sum((after.get("counts") or {}).values())
+                if row.action.endswith("deleted")
+                else None
+            )
+        return [Entry("lifecycle", r.created_at, r, r.seq) for r in rows], len(rows) == SIDE_LIMIT
 
 
 def item_text(payload: Any) -> str:

@@ -66,6 +66,8 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         row.payload_html = highlight_json(row.payload) if row.payload is not None else ""
     edited = approval.approved_arguments
     pending = approval.status == ApprovalStatus.PENDING
+    # Offered only if it can still happen: its session live, its content not deleted.
+    live = store.can_still_happen(approval)
     context = {
         "nav": "approvals",
         "approval": approval,
@@ -81,7 +83,8 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "items": items,
         "events": events,
         "effects": effects,
-        "can_decide": pending and request.membership.can(Permission.DECIDE),
+        "live": live,
+        "can_decide": live and request.membership.can(Permission.DECIDE),
         # Four-eyes: the first approver may still reject, not approve again.
         "first_approver_is_me": bool(approval.first_approved_by_id)
         and approval.first_approved_by_id == f"{actor.kind}:{actor.id}",

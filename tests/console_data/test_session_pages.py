@@ -177,8 +177,9 @@ def test_detail_query_count_does_not_grow_with_entries(
     populate_session(tenant_a, "s-busy", runs)
     client = login(support_a)
     # session, attached runs, the item page (one statement), the four side
-    # streams, and the latest deletion (session + deletions).
-    with django_assert_num_queries(layout_queries(client, tenant_a) + 9):
+    # streams, its lifecycle events (no detached payload among them here), and
+    # the latest deletion (session + deletions).
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 10):
         response = client.get("/t/acme/sessions/s-busy/")
     body = response.content.decode()
     assert body.count('data-kind="item"') == runs

@@ -4,8 +4,10 @@ import re
 import time
 
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from audit_app.actor import Actor
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
 from tenancy_app.scoping import in_tenant
@@ -110,9 +112,10 @@ def test_each_page_costs_the_same_queries_however_deep(
 ):
     build_long_session(tenant_a, "long", runs=1, items_per_run=1000)
     client = login(support_a)
-    # The session, the item page (one statement) and the four side streams.
+    # The session, the item page (one statement), the four side streams and the
+    # lifecycle events.
     for cursor in (951, 501, 51):
-        with django_assert_num_queries(request_queries() + 6):
+        with django_assert_num_queries(request_queries() + 7):
             response = client.get(f"/t/acme/sessions/long/items?before_seq={cursor}", headers=HX)
         seqs = [int(s) for k, s in entries(response.content.decode()) if k == "item"]
         assert seqs == list(range(cursor - 50, cursor))
@@ -173,3 +176,52 @@ def test_deep_page_of_a_large_session_is_an_index_range_scan(tenant_a, support_a
     assert scans[0]["Index Name"] == "item_session_seq_uniq"
     assert scans[0]["Actual Rows"] <= 52  # the page, one older probe and the boundary item
     assert elapsed < 2.0
+
+
+def lifecycle_entries(body: str) -> list[str]:
+    """The text of each lifecycle entry of the page, tags stripped, spaces folded."""
+    found = re.findall(r'<li class="k-lifecycle" data-kind="lifecycle">(.*?)</li>', body, re.S)
+    texts = [re.sub(r"<time[^>]*>.*?</time>", "", text, flags=re.S) for text in found]
+    return [" ".join(re.sub(r"<[^>]+>", " ", text).split()) for text in texts]
+
+
+def test_the_timeline_tells_the_lifecycle_with_who_and_why(
+    tenant_a, admin_a, support_a, make_token, django_capture_on_commit_callbacks
+):
+    from lifecycle_app.erasure import ErasureStore
+
+    build_long_session(tenant_a, "s-1", runs=1, items_per_run=2)
+    admin = login(admin_a)
+    admin.post("/t/acme/sessions/s-1/hold", {"on": "1", "reason": "case 12"})
+    admin.post("/t/acme/sessions/s-1/hold", {"on": "0", "reason": "case 12 closed"})
+    # A runtime closes it: its words are content, kept apart from the audit log.
+    runtime = Client(headers={"Authorization": f"Bearer {make_token(tenant_a)}"})
+    runtime.post("/api/v1/sessions/s-1/close", {"reason": "user said bye"}, "application/json")
+    with django_capture_on_commit_callbacks(execute=True):
+        admin.post("/t/acme/sessions/s-1/delete", {"reason": "GDPR request 4"})
+    page = login(support_a).get("/t/acme/sessions/s-1/").content.decode()
+    assert (
+        lifecycle_entries(page)
+        == [
+            "lifecycle Legal hold placed by ada — case 12",
+            "lifecycle Legal hold released by ada — case 12 closed",
+            "lifecycle Session closed by token:worker — "
+            "(the reason a runtime gave was deleted with the content)",
+            "lifecycle Content deletion requested by ada — GDPR request 4",
+            "lifecycle Content deleted : 4 records by deletion — GDPR request 4",  # 2 items, end reason, payload
+        ]
+    )
+
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, RUNTIME).create(session_id="s-2", user_id="u-1")
+    with django_capture_on_commit_callbacks(execute=True), in_tenant(tenant_a):
+        erasure = ErasureStore(tenant_a, Actor.for_user(admin_a)).request(
+            user_id="u-1", reason="the user asked to be forgotten"
+        )
+    page = login(support_a).get("/t/acme/sessions/s-2/").content.decode()
+    why = f"Erasure {erasure.erasure_id} of user u-1: the user asked to be forgotten"
+    assert lifecycle_entries(page) == [
+        f"lifecycle Session closed by ada — {why}",
+        f"lifecycle Content deletion requested (erasure {erasure.erasure_id}) by ada — {why}",
+        f"lifecycle Content deleted : 1 record by deletion — {why}",
+    ]

@@ -399,7 +399,7 @@ def test_retention_dry_run_uses_the_unsaved_values_and_saves_nothing(admin_a, te
     assert page.status_code == 200
     assert 'data-testid="unsaved">not saved</strong>' in body
     assert re.findall(r'<tr data-testid="retention-class">(.*?)</tr>', body) == [
-        "<td>Conversation items</td><td>3 days</td><td>3</td><td>6</td>"
+        "<td>Conversation items, Session metadata and end reason</td><td>3 days</td><td>3</td>"
     ]
     assert 'name="session_items_days" value="3"' in body
     with in_tenant(tenant_a):
