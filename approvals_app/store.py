@@ -17,8 +17,8 @@ whose run's session has ended, and a decision on one is 409 `session_ended`
 session's content deletion was requested takes no new approval (409
 `content_deleted`). The content of approvals (`CONTENT`: arguments, approved
 arguments, the reasons and response the model hears) is removed through
-`redact_content`; the audit log holds the runtime's reason and argument
-diffs only in detached, redactable payloads.
+`redact_content`; the audit log holds the runtime's reason, a decision's
+reason and response and argument diffs only in detached, redactable payloads.
 """
 
 from __future__ import annotations
@@ -756,8 +756,8 @@ class ApprovalStore(BaseStore):
             target_id=approval.approval_id,
             before={"status": ApprovalStatus.PENDING},
             after=after,
-            reason=reason,
-            content=_diff_content(approval.arguments, approved_arguments),
+            # What the model hears is content: the reason goes with the session's content.
+            content=_decision_content(approval.arguments, approved_arguments, reason, ""),
         )
         return approval
 
@@ -787,8 +787,8 @@ class ApprovalStore(BaseStore):
             target_id=approval.approval_id,
             before={"status": ApprovalStatus.PENDING},
             after=after,
-            reason=reason,
-            content=_diff_content(approval.arguments, approved_arguments),
+            # What the model hears is content: the reason goes with the session's content.
+            content=_decision_content(approval.arguments, approved_arguments, reason, response),
         )
         self._notify(approval)
 
@@ -870,13 +870,19 @@ class ApprovalStore(BaseStore):
         )
 
 
-def _diff_content(
-    arguments: dict[str, Any], approved_arguments: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """What an edit changed in the call: argument values are content, so a detached payload."""
-    if approved_arguments is None:
-        return None
-    return {"approved_arguments_diff": arguments_diff(arguments, approved_arguments)}
+def _decision_content(
+    arguments: dict[str, Any],
+    approved_arguments: dict[str, Any] | None,
+    reason: str,
+    response: str,
+) -> dict[str, Any]:
+    """What a decision's audit event shows that the model hears or that holds argument values:
+    the reason (the model is told it), the response, what an edit changed. Content: a
+    detached payload, deleted with the session's content; the event keeps who decided what."""
+    content: dict[str, Any] = {"reason": reason, "response": response}
+    if approved_arguments is not None:
+        content["approved_arguments_diff"] = arguments_diff(arguments, approved_arguments)
+    return content
 
 
 def _allowed_decisions(allowed: Any) -> list[str]:

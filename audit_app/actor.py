@@ -20,6 +20,9 @@ class Actor:
     request_id: str = field(default="", compare=False)
     ip: str | None = field(default=None, compare=False)
     user_agent: str = field(default="", compare=False)
+    # A token's role: a runtime writes agent text; operator and admin tokens are
+    # people's scripts, whose reasons are their own words.
+    role: str = field(default="", compare=False)
 
     @classmethod
     def system(cls, label: str = "system") -> Actor:
@@ -34,7 +37,9 @@ class Actor:
         agent = request.META.get("HTTP_USER_AGENT", "")[:256]
         token = getattr(request, "runtime_token", None)
         if token is not None:
-            return cls("token", str(token.pk), f"token:{token.name}", request_id, ip, agent)
+            return cls(
+                "token", str(token.pk), f"token:{token.name}", request_id, ip, agent, token.role
+            )
         user = request.user
         return cls("user", str(user.pk), user.get_username(), request_id, ip, agent)
 
@@ -45,3 +50,8 @@ class Actor:
     @property
     def is_person(self) -> bool:
         return self.kind == "user"
+
+    @property
+    def writes_content(self) -> bool:
+        """A runtime (not a person, not the system): what it writes is agent text."""
+        return self.kind == "token" and self.role not in ("operator", "admin")

@@ -3,7 +3,8 @@
 An event keeps references, digests and people's own words. Content a
 runtime or an end user wrote goes to a detached `AuditPayload` whose sha256
 is chained in the event (`payload_hash`): the caller passes it as `content`,
-and the reason given by a runtime token (not a person) goes there too.
+and the reason given by a runtime token (not a person, nor an operator's or
+admin's token) goes there too.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def record_event(
 
     `content` is what a runtime or an end user wrote and the event must show:
     it is stored as the event's detached payload. A runtime token's `reason`
-    is such content too (people's reasons stay on the event).
+    is such content too (people's reasons, and their tokens', stay on the event).
     """
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
@@ -138,7 +139,7 @@ def record_event(
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_AUDIT_LOCK_CLASS, tenant.pk])
     last = AuditEvent.objects.filter(tenant=tenant).order_by("-seq").values("seq", "hash").first()
     content = dict(content or {})
-    if reason and actor.kind == "token":
+    if reason and actor.writes_content:
         content.setdefault("reason", reason)
         reason = ""
     content = _jsonable({k: v for k, v in content.items() if v not in (None, "", {}, [])})

@@ -81,7 +81,12 @@ def log(request):
         )
         if more:
             next_cursor = events[-1].seq
+    # What runtimes wrote (and decisions' reasons the model heard) is in detached
+    # payloads: one read for the page, only when an event of it has one.
+    payloads = AuditStore(request.tenant, Actor.from_request(request)).payloads(events)
     for event in events:
+        event.content = payloads.get(event.pk)
+        event.content_deleted = bool(event.payload_hash) and event.content is None
         event.changes = _changes(event)
         event.target_url = target_url(request.tenant, event.target_type, event.target_id)
     query = request.GET.copy()

@@ -31,6 +31,12 @@ class QuickApproveForm(forms.Form):
     )
 
 
+class SessionLeaseForm(forms.Form):
+    """The lease of new sessions, in days (every activity renews it for this long)."""
+
+    days = forms.IntegerField(min_value=1, max_value=30, label="Session lease (days)")
+
+
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Role.choices)

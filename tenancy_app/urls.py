@@ -11,6 +11,7 @@ urlpatterns = [
     path("four-eyes", views.set_four_eyes, name="four-eyes"),
     path("two-factor", views.set_require_2fa, name="require-2fa"),
     path("quick-approve", views.set_quick_approve, name="quick-approve"),
+    path("session-lease", views.set_session_lease, name="session-lease"),
     path("members/", views.settings_members, name="members"),
     path("members/<int:user_id>/remove", views.remove_member, name="remove-member"),
     path("members/<int:user_id>/unlock", views.unlock_member, name="unlock-member"),

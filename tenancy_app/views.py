@@ -16,7 +16,7 @@ from stateroom.errors import NotFound, StateroomError
 from stateroom.htmx import redirect_after_post
 
 from .access import memberships_of, require_permission
-from .forms import FourEyesForm, LegalHoldForm, MemberForm, QuickApproveForm
+from .forms import FourEyesForm, LegalHoldForm, MemberForm, QuickApproveForm, SessionLeaseForm
 from .models import Role, TokenRole
 from .permissions import Permission
 from .store import TenancyStore
@@ -180,6 +180,23 @@ def set_quick_approve(request):
         )
     else:
         messages.error(request, "Choose none, low or medium.")
+    return _back(request, "tenancy:settings")
+
+
+@require_permission(Permission.MANAGE)
+@require_POST
+def set_session_lease(request):
+    form = SessionLeaseForm(request.POST)
+    if form.is_valid():
+        days = form.cleaned_data["days"]
+        _store(request).set_session_lease(seconds=days * 86400)
+        messages.success(
+            request,
+            f"New sessions get a {days}-day lease; every use renews it for {days} day"
+            f"{'s' if days != 1 else ''}.",
+        )
+    else:
+        messages.error(request, "A session lease is 1 to 30 days.")
     return _back(request, "tenancy:settings")
 
 

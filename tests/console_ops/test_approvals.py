@@ -8,7 +8,7 @@ from django.utils import timezone
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
-from audit_app.models import AuditEvent
+from audit_app.models import AuditEvent, AuditPayload
 from runs_app.store import RunStateStore
 from tenancy_app.models import Role, Tenant
 from tenancy_app.scoping import in_tenant
@@ -37,13 +37,24 @@ def reload(tenant, approval_id: str) -> ApprovalRequest:
 
 
 def audit_actions(tenant, prefix: str = "approval.") -> list[tuple[str, str, str]]:
+    """(action, actor, reason); a decision's reason is told to the model, so it is kept in the
+    event's detached payload, not on the event."""
     with in_tenant(tenant):
-        return list(
-            AuditEvent.objects.filter(action__startswith=prefix)
+        return [
+            (event.action, event.actor_label, event.reason or _payload_reason(event))
+            for event in AuditEvent.objects.filter(action__startswith=prefix)
             .exclude(action="approval.requested")
             .order_by("seq")
-            .values_list("action", "actor_label", "reason")
-        )
+        ]
+
+
+def _payload_reason(event) -> str:
+    assert event.reason == ""
+    return (
+        AuditPayload.objects.get(event=event).content.get("reason", "")
+        if event.payload_hash
+        else ""
+    )
 
 
 def messages_of(response) -> list[str]:

@@ -408,3 +408,20 @@ def test_retention_dry_run_uses_the_unsaved_values_and_saves_nothing(admin_a, te
     assert len(audit_actions(tenant_a)) == 4  # three sessions closed, one policy change
     bad = client.get(BASE + "retention/", {"session_items_days": "0", "dry_run": "1"})
     assert bad.status_code == 422
+
+
+def test_an_admin_sets_the_session_lease_of_the_tenant(admin_a, operator_a, tenant_a):
+    client = login(admin_a)
+    page = client.get(BASE).content.decode()
+    assert "Now 30 days." in page
+    assert login(operator_a).post(BASE + "session-lease", {"days": "7"}).status_code == 403
+    client.post(BASE + "session-lease", {"days": "31"})
+    tenant_a.refresh_from_db()
+    assert tenant_a.session_lease_seconds == 30 * 86400
+    client.post(BASE + "session-lease", {"days": "7"})
+    tenant_a.refresh_from_db()
+    assert tenant_a.session_lease_seconds == 7 * 86400
+    assert "Now 7 days." in client.get(BASE).content.decode()
+    with in_tenant(tenant_a):
+        event = AuditEvent.objects.filter(action="tenant.settings_changed").latest("seq")
+    assert event.after == {"session_lease_seconds": 7 * 86400}
