@@ -341,6 +341,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # wait for the broker instead 
 # waits in the outbox (outbox_app) and the relay publishes it when the broker is back.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 STATEROOM_OUTBOX_PUBLISH_ON_COMMIT = env_bool("STATEROOM_OUTBOX_PUBLISH_ON_COMMIT", True)
+# The queue tasks (and beat's) go to; one per deployment sharing a broker.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # Jobs that cannot stall (lifecycle_app.tasks): a deletion job stamps a heartbeat
 # with every batch; one whose heartbeat is older than STATEROOM_JOB_STALL_SECONDS
 # is held by no live worker and is re-enqueued by the reaper, which runs every

@@ -2,10 +2,12 @@ import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
 
 from audit_app.actor import Actor
-from audit_app.models import AuditEvent
-from audit_app.services import GENESIS_HASH, record_event, verify_chain
+from audit_app.models import AuditEvent, AuditPayload
+from audit_app.services import GENESIS_HASH, payload_digest, record_event, verify_chain
+from audit_app.store import AuditStore
 from tenancy_app.scoping import in_tenant
 
 
@@ -87,3 +89,67 @@ def test_app_role_cannot_disable_the_append_only_trigger(tenant_a):
             cursor.execute(
                 "ALTER TABLE audit_app_auditevent DISABLE TRIGGER audit_event_append_only"
             )
+
+
+def runtime_token_event(tenant, reason: str, **content):
+    """What a runtime token writes: its reason (and any content) goes to the detached payload."""
+    with in_tenant(tenant):
+        return record_event(
+            tenant=tenant,
+            actor=Actor("token", "7", "token:worker", role="runtime"),
+            action="session.closed",
+            target_type="session",
+            target_id="s-1",
+            after={"status": "closed"},
+            reason=reason,
+            content=content or None,
+        )
+
+
+def test_a_runtimes_words_go_to_a_detached_payload_chained_by_its_hash(tenant_a):
+    event = runtime_token_event(tenant_a, "refund to card 4242", diff={"amount": 5})
+    with in_tenant(tenant_a):
+        payload = AuditPayload.objects.get(event=event)
+        # People's tokens (operator, admin) write people's words: they stay on the event.
+        admin = record_event(
+            tenant=tenant_a,
+            actor=Actor("token", "8", "token:dpo", role="admin"),
+            action="session.closed",
+            target_type="session",
+            target_id="s-2",
+            reason="GDPR request 4",
+        )
+        assert verify_chain(tenant_a) is None
+    assert (event.reason, payload.content) == (
+        "",
+        {"reason": "refund to card 4242", "diff": {"amount": 5}},
+    )
+    assert event.payload_hash == payload_digest(payload.content)
+    assert (payload.target_type, payload.target_id) == ("session", "s-1")
+    assert (admin.reason, admin.payload_hash) == ("GDPR request 4", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deleted_payload_leaves_the_chain_intact_a_changed_one_breaks_it(
+    tenant_a, owner_sql, capsys
+):
+    runtime_token_event(tenant_a, "first")
+    event = runtime_token_event(tenant_a, "second")
+    runtime_token_event(tenant_a, "third")
+    with in_tenant(tenant_a):
+        # What a content deletion does: the audit store deletes the subject's payloads.
+        AuditStore(tenant_a, Actor.system("deletion")).redact_content(
+            "audit_payloads", ("session", "s-1"), after=None, limit=2, now=timezone.now()
+        )
+        assert AuditPayload.objects.count() == 1
+        assert AuditEvent.objects.count() == 3
+    call_command("verify_audit", "--tenant", "acme")
+    assert "ok: tenant acme" in capsys.readouterr().out
+    # The payload that is left must still be what was chained.
+    owner_sql(
+        'UPDATE audit_app_auditpayload SET content = \'{"reason": "forged"}\'', tenant=tenant_a
+    )
+    with pytest.raises(SystemExit):
+        call_command("verify_audit", "--tenant", "acme")
+    assert "event #3" in capsys.readouterr().err
+    assert event.seq == 2

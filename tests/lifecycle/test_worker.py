@@ -9,6 +9,7 @@ skips locally and fails in CI.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -82,11 +84,29 @@ def producing_to(broker_url: str, queue: str) -> Iterator[None]:
         celery_app.conf.update(saved)
 
 
+@dataclass
+class Worker:
+    process: subprocess.Popen
+    log: Path
+
+
 @contextmanager
-def celery_worker_process(queue: str) -> Iterator[Path]:
-    """`celery -A stateroom worker` in a subprocess, on this test's database and its own queue."""
+def celery_worker_process(
+    queue: str, *, pool: str = "solo", beat: bool = False, **env: str
+) -> Iterator[Worker]:
+    """`celery -A stateroom worker` in a subprocess, on this test's database and its own queue.
+
+    It leads a process group of its own (its pool's children with it), so a test can
+    kill the whole worker at once. With `beat`, it runs the beat schedule too (`-B`).
+    """
     log = Path(tempfile.mkstemp(prefix="lifecycle-worker-", suffix=".log")[1])
-    env = subprocess_env(CELERY_TASK_ALWAYS_EAGER="0", CELERY_BROKER_URL=BROKER_URL)
+    schedule = Path(tempfile.mkdtemp(prefix="lifecycle-beat-")) / "schedule"
+    env = subprocess_env(
+        CELERY_TASK_ALWAYS_EAGER="0",
+        CELERY_BROKER_URL=BROKER_URL,
+        CELERY_TASK_DEFAULT_QUEUE=queue,  # what it (and its beat) enqueues stays in this test
+        **env,
+    )
     command = [
         str(Path(sys.executable).with_name("celery")),
         "-A",
@@ -95,27 +115,40 @@ def celery_worker_process(queue: str) -> Iterator[Path]:
         "-Q",
         queue,
         "-n",
-        f"{queue}@%h",
+        f"{queue}-{uuid.uuid4().hex[:6]}@%h",
         "-P",
-        "solo",
+        pool,
+        "-c",
+        "1",
         "--without-gossip",
         "--without-mingle",
         "--without-heartbeat",
         "-l",
         "INFO",
     ]
+    if beat:
+        command += ["-B", "-s", str(schedule)]
     with log.open("w") as out:
-        worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        yield log
+        yield Worker(process, log)
     finally:
-        worker.send_signal(signal.SIGTERM)  # warm shutdown
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(timeout=10)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)  # warm shutdown
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
         log.unlink(missing_ok=True)
+        shutil.rmtree(schedule.parent, ignore_errors=True)
 
 
 def worker_ran(log: Path, task_name: str) -> bool:
@@ -147,7 +180,8 @@ def test_real_worker_runs_a_sweep_and_a_deletion(tenant_a):
         build_session(tenant_a, "doomed", items=25, events=10, checkpoints=3, effects=2)
     queue = f"lifecycle-{uuid.uuid4().hex[:12]}"
 
-    with producing_to(BROKER_URL, queue), celery_worker_process(queue) as log:
+    with producing_to(BROKER_URL, queue), celery_worker_process(queue) as worker:
+        log = worker.log
         sweep_expired_sessions.delay(tenant_id=tenant_a.pk)
         with in_tenant(tenant_a):
             # Enqueued by the store on commit of this block, to the real broker.
@@ -240,3 +274,100 @@ def test_deletion_killed_with_sigkill_resumes_with_exact_counts(tenant_a):
     with in_tenant(tenant_a):
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
         assert RunEvent.objects.filter(tenant=tenant_a, payload__isnull=False).count() == 0
+
+
+def forget_queue(queue: str) -> None:
+    """Drop what the killed worker left in Redis for this test's queue (its unacknowledged
+    message would otherwise be restored to a queue nobody reads, after the visibility timeout)."""
+    import redis
+
+    client = redis.Redis.from_url(BROKER_URL)
+    client.delete(queue)
+    for tag, message in client.hgetall("unacked").items():
+        if queue.encode() in message:
+            client.hdel("unacked", tag)
+            client.zrem("unacked_index", tag)
+
+
+STALL_SECONDS = 3  # the heartbeat bound in this test (120 s by default)
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_the_whole_worker_killed_mid_deletion_and_a_new_one_finishes_it_within_the_bound(
+    tenant_a, settings
+):
+    """`kill -9` of the worker's whole process group during a 40,000-item deletion.
+
+    The job is not left "running 4000/40000": once its heartbeat is older than the bound it
+    reads as queued, the beat's reaper re-enqueues it, and a new worker finishes it; the
+    counts add up to the plan and nothing of the session's content is left.
+    """
+    require_infrastructure(
+        redis_reachable(BROKER_URL), f"needs Redis at {BROKER_URL} (set CELERY_BROKER_URL)"
+    )
+    settings.STATEROOM_JOB_STALL_SECONDS = STALL_SECONDS  # what this process shows
+    with in_tenant(tenant_a):
+        build_session(tenant_a, "big", items=40_000, events=200, checkpoints=20, effects=10)
+    queue = f"lifecycle-kill-{uuid.uuid4().hex[:10]}"
+    bounds = {
+        "STATEROOM_JOB_STALL_SECONDS": str(STALL_SECONDS),
+        "STATEROOM_JOB_REAP_INTERVAL": "1",
+        "STATEROOM_DELETION_BATCH_SIZE": "100",
+    }
+
+    def job():
+        with in_tenant(tenant_a):
+            return DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id)
+
+    def shown(deletion) -> dict:
+        with in_tenant(tenant_a):
+            return DeletionStore(tenant_a, ADMIN).progress(deletion)
+
+    try:
+        with producing_to(BROKER_URL, queue):
+            with celery_worker_process(queue, pool="prefork", **bounds) as first:
+                with in_tenant(tenant_a):
+                    deletion = DeletionStore(tenant_a, ADMIN).request(
+                        session_id="big", reason="user asked"
+                    )
+                planned = sum(deletion.planned.values())
+                # Kill it once it has done a tenth, in the middle of its work.
+                wait_for(lambda: sum(job().counts.values()) >= planned // 10, first.log, timeout=90)
+                os.killpg(first.process.pid, signal.SIGKILL)
+                first.process.wait(timeout=10)
+                killed_at = time.monotonic()
+            half = job()
+            assert half.status == "running" and 0 < sum(half.counts.values()) < planned
+            # No live worker holds it: within the bound it stops reading as running.
+            state = wait_for(
+                lambda: (s := shown(job()))["status"] == "queued" and s, timeout=STALL_SECONDS + 5
+            )
+            assert (state["stalled"], state["held_by"]) == (True, None)
+
+            with celery_worker_process(queue, pool="prefork", beat=True, **bounds) as second:
+                done = wait_for(lambda: (j := job()).status == "done" and j, second.log)
+                finished_in = time.monotonic() - killed_at
+                assert worker_ran(second.log, "lifecycle_app.tasks.reap_stalled_jobs")
+    finally:
+        forget_queue(queue)
+
+    # Picked up after the bound (plus the reaper's interval and a worker's start), then
+    # finished: well within a minute, not the broker's visibility timeout (10 minutes).
+    assert finished_in < 60, finished_in
+    assert done.requeues >= 1
+    assert done.counts == done.planned
+    assert done.counts == content(
+        session_items=40_000,
+        session_metadata=1,
+        run_event_payloads=200,
+        checkpoint_bodies=20,
+        task_descriptions=1,
+        effect_payloads=10,
+    )
+    with in_tenant(tenant_a):
+        assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
+        assert RunEvent.objects.filter(tenant=tenant_a, payload__isnull=False).count() == 0
+        assert Session.objects.get(session_id="big").content_deleted_at is not None
+        deleted = AuditEvent.objects.get(tenant=tenant_a, action="session.content_deleted")
+    assert deleted.after["counts"] == done.counts
