@@ -14,6 +14,7 @@ from stateroom_client import (
     AppendResult,
     Approval,
     Conflict,
+    ContentDeleted,
     Forbidden,
     IdempotencyKeyReused,
     InvalidTransition,
@@ -406,3 +407,31 @@ def test_auth_tenant_isolation_and_validation_errors(server, client, other):
         )
     assert "risk" in bad_risk.value.details
     assert isinstance(bad_risk.value, StateroomError)
+
+
+def test_data_lifecycle_for_admin_tokens_and_content_deleted_for_late_writes(
+    server, client, make_token
+):
+    with StateroomClient(server.url, make_token(server.tenant, role="admin", name="dpo")) as admin:
+        client.create_session(user_id="u-9", session_id="s-9")
+        client.append_items("s-9", [{"role": "user", "item_type": "message", "payload": {}}])
+        client.close_session("s-9", reason="done")
+        with pytest.raises(Forbidden) as denied:
+            client.delete_session_content("s-9", reason="gdpr")
+        assert denied.value.code == "admin_required"
+
+        deletion = admin.delete_session_content("s-9", reason="gdpr")
+        # The item, the session's end reason, and the runtime's close reason in the audit log.
+        assert (deletion.session_id, deletion.status, deletion.total) == ("s-9", "queued", 3)
+        done = admin.get_deletion(deletion.deletion_id)  # the job ran when the request committed
+        assert (done.status, done.done, done.receipt["deleted"]["session_items"]) == ("done", 3, 1)
+        with pytest.raises(ContentDeleted) as late:
+            client.append_items("s-9", [{"role": "user", "item_type": "message", "payload": {}}])
+        assert (late.value.status, late.value.code) == (409, "content_deleted")
+
+        client.create_session(user_id="u-9", session_id="s-10")
+        erasure = admin.erase_user("u-9", reason="forget me")
+        assert [s["session_id"] for s in erasure.sessions] == ["s-9", "s-10"]
+        assert admin.get_erasure(erasure.erasure_id).status == "done"
+        with pytest.raises(NotFound):
+            admin.get_erasure("era_nope")

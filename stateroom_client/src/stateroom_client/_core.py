@@ -561,6 +561,27 @@ class Endpoints:
         body = {"run_ids": run_ids}
         return Call("POST", "/langgraph/runs/delete", _raw, body=body, retry=True)
 
+    # --- data lifecycle (admin tokens) ------------------------------------------
+    @staticmethod
+    def delete_session_content(session_id: str, *, reason: str) -> Call[m.Deletion]:
+        path = f"/sessions/{_id(session_id)}/deletions"
+        return Call("POST", path, _one(m.Deletion.from_json), body={"reason": reason})
+
+    @staticmethod
+    def get_deletion(deletion_id: str) -> Call[m.Deletion]:
+        path = f"/deletions/{_id(deletion_id)}"
+        return Call("GET", path, _one(m.Deletion.from_json), retry=True)
+
+    @staticmethod
+    def erase_user(user_id: str, *, reason: str) -> Call[m.Erasure]:
+        body = {"user_id": user_id, "reason": reason}
+        return Call("POST", "/erasures", _one(m.Erasure.from_json), body=body)
+
+    @staticmethod
+    def get_erasure(erasure_id: str) -> Call[m.Erasure]:
+        path = f"/erasures/{_id(erasure_id)}"
+        return Call("GET", path, _one(m.Erasure.from_json), retry=True)
+
 
 def next_page(call: Call[m.Page[T]], page: m.Page[T]) -> Call[m.Page[T]] | None:
     """The call for the page after `page` (the `next` URL carries the cursor and filters)."""

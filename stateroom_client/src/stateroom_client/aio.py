@@ -576,3 +576,18 @@ class AsyncStateroomClient:
 
     async def delete_graph_runs(self, run_ids: list[str]) -> dict[str, Any]:
         return await self._call(E.delete_graph_runs(run_ids))
+
+    # --- data lifecycle (admin tokens) ------------------------------------------
+    async def delete_session_content(self, session_id: str, *, reason: str) -> m.Deletion:
+        """Delete the content of a closed or expired session: a job; poll `get_deletion`."""
+        return await self._call(E.delete_session_content(session_id, reason=reason))
+
+    async def get_deletion(self, deletion_id: str) -> m.Deletion:
+        return await self._call(E.get_deletion(deletion_id))
+
+    async def erase_user(self, user_id: str, *, reason: str) -> m.Erasure:
+        """Close and delete every session of `user_id`, skipping (and listing) held ones."""
+        return await self._call(E.erase_user(user_id, reason=reason))
+
+    async def get_erasure(self, erasure_id: str) -> m.Erasure:
+        return await self._call(E.get_erasure(erasure_id))

@@ -566,3 +566,18 @@ class StateroomClient:
 
     def delete_graph_runs(self, run_ids: list[str]) -> dict[str, Any]:
         return self._call(E.delete_graph_runs(run_ids))
+
+    # --- data lifecycle (admin tokens) ------------------------------------------
+    def delete_session_content(self, session_id: str, *, reason: str) -> m.Deletion:
+        """Delete the content of a closed or expired session: a job; poll `get_deletion`."""
+        return self._call(E.delete_session_content(session_id, reason=reason))
+
+    def get_deletion(self, deletion_id: str) -> m.Deletion:
+        return self._call(E.get_deletion(deletion_id))
+
+    def erase_user(self, user_id: str, *, reason: str) -> m.Erasure:
+        """Close and delete every session of `user_id`, skipping (and listing) held ones."""
+        return self._call(E.erase_user(user_id, reason=reason))
+
+    def get_erasure(self, erasure_id: str) -> m.Erasure:
+        return self._call(E.get_erasure(erasure_id))

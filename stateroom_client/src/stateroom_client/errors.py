@@ -71,6 +71,11 @@ class AlreadyDecided(Conflict):
     """409 `already_decided`: the approval was decided before; `details.decided_by` says by whom."""
 
 
+class ContentDeleted(Conflict):
+    """409 `content_deleted`: the session's content is being deleted; nothing may be written to
+    it, its runs, tasks, approvals or effects. Stop: retrying cannot succeed."""
+
+
 class AlreadyExists(Conflict):
     """409 `session_exists` / `run_exists` / `task_exists` / `approval_exists`: the id is taken."""
 
@@ -125,6 +130,7 @@ _BY_CODE: dict[str, type[StateroomError]] = {
     "task_exists": AlreadyExists,
     "approval_exists": AlreadyExists,
     "idempotency_key_reused": IdempotencyKeyReused,
+    "content_deleted": ContentDeleted,
 }
 
 

@@ -350,6 +350,75 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
+class Deletion:
+    """A content deletion job (admin tokens): `status` queued, running, done, refused or failed;
+    `receipt` (tables touched, rows, what was kept and why) once done."""
+
+    deletion_id: str
+    session_id: str
+    status: str
+    requested_by: str
+    requested_at: datetime | None
+    reason: str
+    policy: str
+    done: int
+    total: int
+    error: str | None
+    receipt: JSON | None
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Deletion:
+        progress = data.get("progress") or {}
+        return cls(
+            deletion_id=data["deletion_id"],
+            session_id=_str(data.get("session_id")),
+            status=data.get("status", ""),
+            requested_by=_str(data.get("requested_by")),
+            requested_at=_dt(data.get("requested_at")),
+            reason=_str(data.get("reason")),
+            policy=_str(data.get("policy")),
+            done=int(progress.get("done") or 0),
+            total=int(progress.get("total") or 0),
+            error=data.get("error"),
+            receipt=data.get("receipt"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """An erasure of a data subject (admin tokens): each session's deletion, the held ones."""
+
+    erasure_id: str
+    user_id: str
+    status: str
+    reason: str
+    sessions: list[JSON]
+    held: list[str]
+    done: int
+    total: int
+    receipt: JSON | None
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Erasure:
+        progress = data.get("progress") or {}
+        return cls(
+            erasure_id=data["erasure_id"],
+            user_id=_str(data.get("user_id")),
+            status=data.get("status", ""),
+            reason=_str(data.get("reason")),
+            sessions=list(data.get("sessions") or []),
+            held=list(data.get("held") or []),
+            done=int(progress.get("done") or 0),
+            total=int(progress.get("total") or 0),
+            receipt=data.get("receipt"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of a keyset-paginated list; `next` is the absolute URL of the next page."""
 
