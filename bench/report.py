@@ -382,7 +382,7 @@ def table_rows(results: dict) -> list[list]:
         rows.append(
             [
                 "deletion",
-                f"`ContentDeletionStore.run`, {deletion['rows']:,} rows ({deletion['counts'].get('session_items', 0):,} items),"
+                f"`DeletionStore.run`, {deletion['rows']:,} rows ({deletion['counts'].get('session_items', 0):,} items),"
                 f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions",
                 f"{_f(deletion['rows_per_s'], 0)} rows/s",
                 f"tx {_f(deletion['tx_p50_ms'], 1)}",
