@@ -68,8 +68,9 @@ def test_progress_polls_until_the_job_has_finished(
         )
     console_login(page, live_server, "ada")
     page.goto(f"{live_server.url}/t/acme/sessions/{world.session_id}/deletions/{job.deletion_id}/")
-    running = page.locator('[data-testid="deletion-running"]')
-    expect(running).to_contain_text("Deleting… 0 of 7 records so far.")
+    # Requested, not yet taken by a worker: queued, and said so (never "running").
+    queued = page.locator('[data-testid="deletion-queued"]')
+    expect(queued).to_contain_text("Waiting for a worker. 0 of 11 records done so far.")
     expect(page.locator('[data-testid="deletion-bar"]')).to_have_attribute("value", "0")
     expect(page.locator("body")).not_to_contain_text("Content deleted")
 
