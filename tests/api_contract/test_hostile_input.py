@@ -105,7 +105,8 @@ def assert_error_shape(response, context) -> dict:
 
 @pytest.fixture
 def operator_client(make_token, tenant_a) -> Client:
-    return Client(headers={"Authorization": f"Bearer {make_token(tenant_a, role='operator')}"})
+    """A token that may call every write: the admin role (decisions, deletions, erasures)."""
+    return Client(headers={"Authorization": f"Bearer {make_token(tenant_a, role='admin')}"})
 
 
 def test_every_string_field_of_every_write_refuses_nul_surrogates_and_deep_nesting(
