@@ -17,6 +17,10 @@ values and the pending writes of its tasks live in `GraphCheckpoint`,
 `put` and `put_writes` are the hot path of every graph step: each is one
 statement (`hot_cursor`), like the task store's checkpoint append. Runtime
 writes are not audited (the rows are their own history); deletions are.
+A task fenced by a content deletion of a session it served takes no more
+puts, writes or copies, and is copied from by none (409 `content_deleted`);
+its values, writes and checkpoint metadata are the task's content
+(`TaskStateStore.CONTENT`), removed with the session's.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, F, Func, OuterRef, Subquery
 
-from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 
@@ -306,7 +310,7 @@ class GraphThreadStore(BaseStore):
         now = self.now()
         sql = (
             f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-            " AND status NOT IN (%s, %s, %s)),"
+            " AND status NOT IN (%s, %s, %s) AND content_fenced_at IS NULL),"
             f" b AS (INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
             " type, value, data, size_bytes)"
             " SELECT %s, t.id, %s, x.channel, (x.version::jsonb #>> '{}'), x.type, x.value::jsonb,"
@@ -384,7 +388,7 @@ class GraphThreadStore(BaseStore):
                 column.append(value)
         sql = (
             f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-            " AND status NOT IN (%s, %s, %s)),"
+            " AND status NOT IN (%s, %s, %s) AND content_fenced_at IS NULL),"
             f" w AS (INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
             " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
             " created_at)"
@@ -432,6 +436,9 @@ class GraphThreadStore(BaseStore):
                     code="target_not_found",
                     details={"target_thread_id": target_thread_id},
                 )
+            for fenced in (source, target):  # no content into a deletion, nor out of one
+                if fenced.content_fenced_at is not None:
+                    raise ContentDeleted("task", task_id=fenced.task_id)
             if target.status in TERMINAL_TASK_STATUSES:
                 raise self._finished(target)
             tenant = self.tenant.pk
@@ -600,6 +607,8 @@ class GraphThreadStore(BaseStore):
 
     def _not_writable(self, thread_id: str) -> Exception:
         task = self.thread(thread_id)  # 404 for an unknown thread
+        if task.content_fenced_at is not None:
+            return ContentDeleted("task", task_id=task.task_id)
         return self._finished(task)
 
     @staticmethod

@@ -26,7 +26,15 @@ from stateroom.ids import is_valid_public_id, new_public_id
 from stateroom.sql import columns, hot_cursor, known, model_from_row
 from tenancy_app.base_store import BaseStore
 
-from .models import TERMINAL_TASK_STATUSES, Task, TaskCheckpoint, TaskStatus
+from .models import (
+    TERMINAL_TASK_STATUSES,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphWrite,
+    Task,
+    TaskCheckpoint,
+    TaskStatus,
+)
 from .state import DurableTaskState, ensure_domain_data, storable_json
 
 _TERMINAL = sorted(TERMINAL_TASK_STATUSES)
@@ -56,6 +64,9 @@ NODE_ID_MAX = TaskCheckpoint._meta.get_field("node_id").max_length
 
 CHECKPOINT_BODIES = "checkpoint_bodies"
 TASK_DESCRIPTIONS = "task_descriptions"
+GRAPH_VALUES = "graph_values"
+GRAPH_WRITES = "graph_writes"
+GRAPH_METADATA = "graph_checkpoint_metadata"
 CONTENT: tuple[ContentClass, ...] = (
     ContentClass(
         name=CHECKPOINT_BODIES,
@@ -78,6 +89,39 @@ CONTENT: tuple[ContentClass, ...] = (
         kept=(
             "The task row: ids, status, version, node ids, artifact and effect references, "
             "the latest checkpoint id and times; what the task did, not what it was told."
+        ),
+    ),
+    ContentClass(
+        name=GRAPH_VALUES,
+        label="LangGraph channel values",
+        table=GraphBlob._meta.db_table,
+        fields=("value", "data"),
+        container=TASK,
+        removal="rows deleted",
+        retention="checkpoints_days",
+        kept="Nothing of the values; each checkpoint still names the versions it saw.",
+    ),
+    ContentClass(
+        name=GRAPH_WRITES,
+        label="LangGraph pending writes",
+        table=GraphWrite._meta.db_table,
+        fields=("value", "data"),
+        container=TASK,
+        removal="rows deleted",
+        retention="checkpoints_days",
+        kept="Nothing of the writes.",
+    ),
+    ContentClass(
+        name=GRAPH_METADATA,
+        label="LangGraph checkpoint metadata",
+        table=GraphCheckpoint._meta.db_table,
+        fields=("metadata",),
+        container=TASK,
+        removal="fields cleared",
+        retention="checkpoints_days",
+        kept=(
+            "Each LangGraph checkpoint's id, namespace, parent, channel versions and time: "
+            "the thread's shape, without what flowed through it."
         ),
     ),
 )
@@ -336,6 +380,13 @@ class TaskStateStore(BaseStore):
         if name == CHECKPOINT_BODIES:
             rows = TaskCheckpoint.objects.filter(tenant=self.tenant, task__in=tasks)
             return rows.filter(body_deleted_at__isnull=True), "seq"
+        if name == GRAPH_VALUES:
+            return GraphBlob.objects.filter(tenant=self.tenant, task__in=tasks), "pk"
+        if name == GRAPH_WRITES:
+            return GraphWrite.objects.filter(tenant=self.tenant, task__in=tasks), "pk"
+        if name == GRAPH_METADATA:
+            rows = GraphCheckpoint.objects.filter(tenant=self.tenant, task__in=tasks)
+            return rows.exclude(metadata={}), "pk"
         rows = Task.objects.filter(tenant=self.tenant, pk__in=tasks)
         return rows.filter(~Q(objective="") | ~Q(constraints=[])), "pk"
 
@@ -351,6 +402,14 @@ class TaskStateStore(BaseStore):
 
             def remove(qs: QuerySet) -> int:
                 return qs.update(state=None, body_deleted_at=now)
+        elif name in (GRAPH_VALUES, GRAPH_WRITES):
+
+            def remove(qs: QuerySet) -> int:
+                return qs.delete()[0]
+        elif name == GRAPH_METADATA:
+
+            def remove(qs: QuerySet) -> int:
+                return qs.update(metadata={})
         else:
 
             def remove(qs: QuerySet) -> int:

@@ -53,6 +53,9 @@ def test_preview_lists_exactly_what_goes_and_what_stays(world, tenant_a, admin_a
         "node_errors": 0,
         "checkpoint_bodies": 2,
         "task_descriptions": 1,
+        "graph_values": 0,
+        "graph_writes": 0,
+        "graph_checkpoint_metadata": 0,
         "approval_payloads": 1,
         "effect_payloads": 2,
         "audit_payloads": 1,  # the runtime's reason for asking the approval

@@ -45,6 +45,7 @@ def fenced(tenant_a, make_token, django_capture_on_commit_callbacks):
         sessions = SessionStore(tenant_a, RUNTIME)
         sessions.create(session_id="s1", user_id="u1")
         TaskStateStore(tenant_a, RUNTIME).create(task_id="t1", objective="o")
+        TaskStateStore(tenant_a, RUNTIME).create(task_id="t-other", objective="o")
         runs = RunStateStore(tenant_a, RUNTIME)
         runs.create(run_id="r1", session_id="s1", task_id="t1")
         sessions.attach(session_id="s1", run_id="r1", user_id="u1", expected_revision=0)
@@ -111,6 +112,30 @@ def late_writes(effect_id: str) -> list[tuple[str, str, dict]]:
         ("post", f"/api/v1/effects/{effect_id}/fail", {"error": {"message": "late"}}),
         ("put", "/api/v1/tasks/t1/state", {"expected_version": 1, "completed_nodes": ["a"]}),
         ("post", "/api/v1/tasks/t1/checkpoints", {"schema_version": 1, "state": {"x": 1}}),
+        (
+            "post",
+            "/api/v1/tasks/t1/langgraph/checkpoints",
+            {
+                "checkpoint": {
+                    "v": 1,
+                    "id": "g9",
+                    "ts": "2026-01-01T00:00:00+00:00",
+                    "channel_versions": {},
+                    "versions_seen": {},
+                },
+                "blobs": [{"channel": "c", "version": 1, "type": "json", "value": "late"}],
+            },
+        ),
+        (
+            "post",
+            "/api/v1/tasks/t1/langgraph/writes",
+            {
+                "checkpoint_id": "g9",
+                "graph_task_id": "n1",
+                "writes": [{"idx": 0, "channel": "c", "type": "json", "value": "late"}],
+            },
+        ),
+        ("post", "/api/v1/tasks/t1/langgraph/copy", {"target_thread_id": "t-other"}),
         ("post", "/api/v1/runs", {"session_id": "s1"}),
         ("post", "/api/v1/runs", {"task_id": "t1"}),
     ]

@@ -37,6 +37,9 @@ CONTENT_COLUMNS = {
     ("tasks_app_task", "objective"),
     ("tasks_app_task", "constraints"),
     ("tasks_app_taskcheckpoint", "state"),
+    ("tasks_app_graphcheckpoint", "metadata"),  # the task as a LangGraph thread
+    ("tasks_app_graphblob", "value"),
+    ("tasks_app_graphwrite", "value"),
     ("approvals_app_approvalrequest", "arguments"),
     ("approvals_app_approvalrequest", "usual_arguments"),
     ("approvals_app_approvalrequest", "summary"),
@@ -115,6 +118,28 @@ def write_the_marker_everywhere(runtime: Api, operator: Api) -> dict[str, list[s
     checkpoint = runtime(
         "post", "/api/v1/tasks/t1/checkpoints", {"schema_version": 1, "state": {"memo": m}}, 201
     )
+    # The task is a LangGraph thread too: a checkpoint with a channel value, a pending write.
+    graph = {
+        "v": 1,
+        "id": "g1",
+        "ts": "2026-01-01T00:00:00+00:00",
+        "channel_versions": {"messages": 1},
+        "versions_seen": {},
+    }
+    blob = {"channel": "messages", "version": 1, "type": "json", "value": [m]}
+    runtime(
+        "post",
+        "/api/v1/tasks/t1/langgraph/checkpoints",
+        {"checkpoint": graph, "metadata": {"writes": {"agent": m}}, "blobs": [blob]},
+        201,
+    )
+    write = {"idx": 0, "channel": "messages", "type": "json", "value": m}
+    runtime(
+        "post",
+        "/api/v1/tasks/t1/langgraph/writes",
+        {"checkpoint_id": "g1", "graph_task_id": "n1", "writes": [write]},
+        201,
+    )
     version = runtime(
         "post",
         "/api/v1/runs/r1/transition",
@@ -188,6 +213,7 @@ def everything_readable(
             "/api/v1/effects?run_id=r1",
             "/api/v1/tasks/t1",
             "/api/v1/tasks/t1/checkpoints/latest",
+            "/api/v1/tasks/t1/langgraph/checkpoints",
             f"/api/v1/tasks/t1/checkpoints/{ids['checkpoints'][0]}",
             "/api/v1/approvals?run_id=r1",
             *(f"/api/v1/approvals/{approval_id}" for approval_id in ids["approvals"]),

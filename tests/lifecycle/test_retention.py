@@ -33,7 +33,13 @@ RUN_EVENTS = {
     "approval_payloads": 0,
     "audit_payloads": 0,
 }
-CHECKPOINTS = {"checkpoint_bodies": 2, "task_descriptions": 1}
+CHECKPOINTS = {
+    "checkpoint_bodies": 2,
+    "task_descriptions": 1,
+    "graph_values": 0,
+    "graph_writes": 0,
+    "graph_checkpoint_metadata": 0,
+}
 EFFECTS = {"effect_payloads": 1}
 
 
