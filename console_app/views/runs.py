@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import urlencode
 
 from django import forms
@@ -13,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from actions_app.runs import RunActions
+from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
@@ -20,6 +22,7 @@ from runs_app.models import Run, RunStatus
 from runs_app.store import NON_TERMINAL_STATUSES, RunStateStore
 from stateroom.errors import Conflict, NotFound, StateroomError
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
+from stateroom.jsonview import diff
 from stateroom.pages import parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -75,7 +78,7 @@ def run_detail(request, run_id: str):
         context |= {
             "deadline": _deadline(run),
             "nodes": list(store.node_executions(run_id)),
-            "approvals": list(
+            "approvals": _with_edits(
                 ApprovalStore(request.tenant, actor).list_approvals(run_id=run_id).order_by("-id")
             ),
             "preview": preview,
@@ -86,6 +89,20 @@ def run_detail(request, run_id: str):
             "controls": control_choices(run),
         }
     return render_page(request, "runs/detail.html", context, fragment=fragment)
+
+
+def _with_edits(approvals: Iterable[ApprovalRequest]) -> list[ApprovalRequest]:
+    """The run's approvals; an approval run with edited arguments carries the asked -> approved
+    changes (`edited_changes`), so the inspector shows what ran instead of what was asked."""
+    rows = list(approvals)
+    for approval in rows:
+        edited = approval.approved_arguments
+        approval.edited_changes = (
+            diff(approval.arguments, edited)
+            if edited is not None and edited != approval.arguments
+            else []
+        )
+    return rows
 
 
 # --- run control: cancel, suspend, resume (one run, or every run matching a filter) -----

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 from datetime import timedelta
@@ -31,6 +32,7 @@ from stateroom_client.agents import (
     idempotent_tool,
 )
 from tenancy_app.scoping import in_tenant
+from tests.conftest import login
 
 from .payments import build_agent, issue_refund, refunds_made, risk
 
@@ -347,8 +349,8 @@ def test_two_calls_in_one_turn_are_asked_one_after_the_other(server, client, ope
 
 
 def test_an_edit_is_refused_when_the_gate_did_not_declare_it(server, client, operator, refund_log):
-    """The gate asks for approve/reject only: the server refuses an edit it could not honour."""
-    _start(server, "pay-9")
+    """A gate built to honour approve/reject only: the server refuses an edit it could not run."""
+    _start(server, "pay-9", allowed_decisions=("approve", "reject"))
     approval_id = f"pay-9:{CALL}"
     assert operator.get_approval(approval_id).allowed_decisions == ("approve", "reject")
     with pytest.raises(ValidationError) as refused:
@@ -361,6 +363,142 @@ def test_an_edit_is_refused_when_the_gate_did_not_declare_it(server, client, ope
     assert refused.value.code == "decision_not_allowed"
     assert operator.get_approval(approval_id).status == "pending"
     assert refunds_made(refund_log) == []
+
+
+def test_the_gate_declares_every_decision_it_honours(server, client):
+    _start(server, "pay-11")
+    assert client.get_approval(f"pay-11:{CALL}").allowed_decisions == (
+        "approve",
+        "edit",
+        "reject",
+        "respond",
+    )
+    with pytest.raises(ValueError):
+        _gate(server, allowed_decisions=("approve", "ignore"))
+
+
+def _recording_agent(views: list) -> Agent:
+    """The payments agent, whose model keeps every conversation it is sent."""
+
+    def script(view):
+        views.append(view.items)
+        return [
+            ToolCall("issue_refund", {"order_id": "A-1", "amount_cents": 1200}),
+            Reply(lambda v: f"Outcome: {v.last_output}"),
+        ]
+
+    return Agent(name="payments", model=ScriptModel(script), tools=[issue_refund])
+
+
+def test_an_edited_call_runs_once_with_the_approved_arguments_and_the_model_sees_it(
+    worker, server, client, operator, refund_log, support_a
+):
+    code, started = worker("start", REFUND, "--run-id", "pay-12", "--session-id", "chat-12")
+    assert (code, started["status"]) == (0, "waiting_approval")
+    approval_id = f"pay-12:{CALL}"
+    edited = {"order_id": "A-1", "amount_cents": 600}
+    operator.decide_approval(
+        approval_id, decision="edit", reason="Half is fair", approved_arguments=edited
+    )
+
+    views: list = []
+
+    async def resume() -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            gate = ApprovalGate(aclient, _recording_agent(views), risk_policy=risk)
+            return await gate.resume("pay-12")
+
+    outcome = asyncio.run(resume())  # another process than the one that asked
+    assert (outcome.status, outcome.final_output, outcome.executed) == (
+        "succeeded",
+        "Outcome: Refunded 600 cents on order A-1.",
+        [CALL],
+    )
+    assert refunds_made(refund_log) == ["A-1 600"]  # once, with the approved arguments
+    # The model's next turn saw the edited call and its result, not the asked call.
+    *_, last = views
+    call = next(i for i in last if i.get("type") == "function_call")
+    output = next(i for i in last if i.get("type") == "function_call_output")
+    assert (call["call_id"], json.loads(call["arguments"])) == (CALL, edited)
+    assert (output["call_id"], output["output"]) == (CALL, "Refunded 600 cents on order A-1.")
+
+    [effect] = client.list_run_effects("pay-12")
+    assert (effect.status, effect.request) == ("committed", {"arguments": edited})
+    decided = [e.payload for e in client.iter_events("pay-12") if e.type == "approval.decided"]
+    assert decided == [
+        {
+            "approval_id": approval_id,
+            "call_id": CALL,
+            "status": "approved",
+            "decision": "edit",
+            "decided_by": "token:ops",
+            "reason": "Half is fair",
+            "asked": {
+                "tool_name": "issue_refund",
+                "arguments": {"order_id": "A-1", "amount_cents": 1200},
+            },
+            "approved": {"tool_name": "issue_refund", "arguments": edited},
+        }
+    ]
+
+    # The console shows asked vs approved: on the approval page and in the run inspector.
+    console = login(support_a)
+    changed = '<span class="mono">amount_cents</span> <del>1200</del> → <ins>600</ins>'
+    slug = server.tenant.slug
+    approval_page = console.get(f"/t/{slug}/approvals/{approval_id}/").content.decode()
+    assert 'data-decision="edit"' in approval_page and changed in approval_page
+    run_page = console.get(f"/t/{slug}/runs/pay-12/").content.decode()
+    edited_block = run_page[run_page.index('data-testid="approval-edited"') :]
+    assert changed in edited_block.split("</div>")[0]
+    assert (
+        '<span class="nt">"asked"</span>' in run_page
+    )  # the approval.decided event, asked and approved
+
+    # Resumed again after the end, or replayed after a crash: never a second refund.
+    again = _resume(server, "pay-12")
+    assert (again.status, again.executed) == ("succeeded", [])
+    assert refunds_made(refund_log) == ["A-1 600"]
+
+
+def test_an_edit_survives_a_crash_after_the_commit(worker, server, client, operator, refund_log):
+    _start(server, "pay-13")
+    edited = {"order_id": "A-1", "amount_cents": 700}
+    operator.decide_approval(
+        f"pay-13:{CALL}", decision="edit", reason="Less", approved_arguments=edited
+    )
+    code, crashed = worker("resume", "--run-id", "pay-13", "--crash-after-commit")
+    assert (code, crashed) == (-9, None)
+    resumed = _resume(server, "pay-13")
+    assert (resumed.status, resumed.executed, resumed.replayed) == ("succeeded", [], [CALL])
+    assert resumed.final_output == "Outcome: Refunded 700 cents on order A-1."
+    assert refunds_made(refund_log) == ["A-1 700"]
+    [effect] = client.list_run_effects("pay-13")
+    assert effect.request == {"arguments": edited}
+
+
+def test_a_response_is_the_tools_result_and_the_tool_does_not_run(
+    server, client, operator, refund_log
+):
+    _start(server, "pay-14", on_rejection="stop")  # a response is an answer, not a rejection
+    answer = "Refund queued for manual review; tell the customer 3-5 days."
+    operator.decide_approval(
+        f"pay-14:{CALL}", decision="respond", reason="Manual path", response=answer
+    )
+    outcome = _resume(server, "pay-14", on_rejection="stop")
+    assert (outcome.status, outcome.final_output, outcome.executed) == (
+        "succeeded",
+        f"Outcome: {answer}",
+        [],
+    )
+    assert refunds_made(refund_log) == []
+    assert client.list_run_effects("pay-14").results == []
+    [decided] = [e.payload for e in client.iter_events("pay-14") if e.type == "approval.decided"]
+    assert (decided["decision"], decided["status"], decided["response"]) == (
+        "respond",
+        "rejected",
+        answer,
+    )
+    assert "approved" not in decided
 
 
 def test_the_session_forgets_the_gates_run_when_the_run_ends(server, client, operator, refund_log):

@@ -26,11 +26,19 @@ approvals on the server. Tools made with `idempotent_tool` record their effect
 under `<run_id>:<tool_call_id>` and commit it, so a call that already happened
 is answered from the ledger on resume instead of running twice.
 
-An approval with edited arguments (`approved_arguments`) is not run with the
-model's arguments: the model is told which arguments were approved, as a
-rejection message, and may call the tool again with them (a new approval).
+Every approval request declares the decisions the gate honours
+(`allowed_decisions`, all four by default): *approve* runs the call; *edit*
+runs it once with the operator's `approved_arguments` instead of the model's
+(the pending call is rewritten in the RunState before it is approved, see
+`_with_arguments`), so the tool, the effect ledger's request and the model's
+next turn all see the approved call; *respond* does not run the tool and gives
+the model the operator's `response` as its result; *reject* does not run it and
+gives the model the reason. The run event `approval.decided` records the
+decision, and for an edit both the asked and the approved call. The session
+keeps the call as the model asked it (session items are append-only; it was
+stored when the run paused), followed by the edited call's output.
 
-Endings: a rejection is sent to the model as the tool's output and the run
+Endings: a rejection (not a response) is sent to the model as the tool's output and the run
 goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
 `failed` with `error.code == "approval_rejected"` and the reason
 (`on_rejection="stop"`). An expired approval ends the run `failed` with
@@ -73,6 +81,10 @@ from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt
 CHECKPOINT_KIND = "openai-agents.run_state"
 SCHEMA_VERSION = 1
 RISKS = ("low", "medium", "high", "critical")
+# Every decision the server knows, and the gate honours each: approve runs the
+# call, edit runs it with the approved arguments, reject tells the model the
+# reason, respond gives the model the operator's text as the tool's result.
+DECISIONS = ("approve", "edit", "reject", "respond")
 TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
 
 RiskPolicy = Callable[[str, dict[str, Any]], str]
@@ -170,9 +182,13 @@ class ApprovalGate:
         max_turns: int = 10,
         approval_ttl: timedelta | None = None,
         on_rejection: Literal["continue", "stop"] = "continue",
+        allowed_decisions: tuple[str, ...] = DECISIONS,
     ) -> None:
         if on_rejection not in ("continue", "stop"):
             raise ValueError("on_rejection must be 'continue' or 'stop'")
+        unknown = [d for d in allowed_decisions if d not in DECISIONS]
+        if not allowed_decisions or unknown:
+            raise ValueError(f"allowed_decisions must be a non-empty subset of {DECISIONS}")
         self.client = client
         self.agent = agent
         self.risk_policy = risk_policy
@@ -183,6 +199,7 @@ class ApprovalGate:
         self.max_turns = max_turns
         self.approval_ttl = approval_ttl
         self.on_rejection = on_rejection
+        self.allowed_decisions = tuple(d for d in DECISIONS if d in allowed_decisions)
 
     # --- entry points --------------------------------------------------------
     async def run(
@@ -311,7 +328,7 @@ class ApprovalGate:
         while True:
             if interrupted:
                 state: RunState[Any] = input
-                stopped = await self._decide(
+                decided_state = await self._decide(
                     outcome,
                     state,
                     calls,
@@ -320,9 +337,9 @@ class ApprovalGate:
                     timeout=timeout,
                     recovering=recovering,
                 )
-                if stopped:
+                if decided_state is None:
                     return outcome
-                input, recovering = state, False
+                input, recovering = decided_state, False
             ledger = Ledger(
                 self.client,
                 run_id,
@@ -404,9 +421,14 @@ class ApprovalGate:
         wait: bool,
         timeout: float | None,
         recovering: bool,
-    ) -> bool:
-        """Ask for (or find) each interrupted call's decision and apply it; True if stopped."""
+    ) -> RunState[Any] | None:
+        """Ask for (or find) each interrupted call's decision and apply it.
+
+        Returns the state to run on (a new one when an edit rewrote a call's
+        arguments), or None when the run stopped (pending, ended).
+        """
         by_id = {c["call_id"]: c for c in calls}
+        decided: dict[str, Approval] = {}
         for item in state.get_interruptions():
             call = by_id.get(item.call_id)
             if call is None:  # a checkpoint from before the call was known
@@ -425,51 +447,46 @@ class ApprovalGate:
             outcome.approvals.append(approval)
             if approval.is_pending:
                 outcome.status = "waiting_approval"
-                return True
-            await self._event(
-                outcome.run_id,
-                "approval.decided",
-                {
-                    "approval_id": approval.approval_id,
-                    "call_id": call["call_id"],
-                    "status": approval.status,
-                    "decided_by": approval.decided_by,
-                    "reason": approval.decision_reason,
-                },
-            )
+                return None
+            await self._event(outcome.run_id, "approval.decided", _decided_event(call, approval))
             ended = {
                 "approval_id": approval.approval_id,
                 "tool_name": approval.tool_name,
                 "decided_by": approval.decided_by,
             }
-            edited = approval.approved_arguments
-            if approval.status == "approved" and edited not in (None, call["arguments"]):
-                # The SDK can only run the call the model made. Running it with
-                # the original arguments would overrule the operator, so the
-                # model is told what was approved and may call again with it.
-                state.reject(
-                    item,
-                    rejection_message=(
-                        f"Approved only with these arguments: {json.dumps(edited)}. "
-                        "Call the tool again with them if that is still right."
-                    ),
-                )
-            elif approval.status == "approved":
-                state.approve(item)
-            elif approval.status == "rejected" and self.on_rejection == "continue":
-                state.reject(
-                    item, rejection_message=approval.decision_reason or "Rejected by an operator."
-                )
-            elif approval.status == "rejected":
+            if (
+                approval.status == "rejected"
+                and approval.decision != "respond"
+                and self.on_rejection == "stop"
+            ):
                 message = approval.decision_reason or "Rejected by an operator."
                 error = {"code": "approval_rejected", "message": message, **ended}
                 await self._end(outcome, "failed", session, error=error)
-                return True
-            elif approval.status == "expired":
+                return None
+            if approval.status == "expired":
                 message = f"Approval {approval.approval_id} for {approval.tool_name} expired."
                 error = {"code": "approval_expired", "message": message, **ended}
                 await self._end(outcome, "failed", session, error=error)
-                return True
+                return None
+            decided[item.call_id] = approval
+        edits = {
+            call_id: approval.approved_arguments
+            for call_id, approval in decided.items()
+            if _edited(by_id[call_id], approval)
+        }
+        if edits:
+            state = await _with_arguments(self.agent, state, edits)
+        for item in state.get_interruptions():
+            approval = decided[item.call_id]
+            if approval.status == "approved":  # as asked, or as edited just above
+                state.approve(item)
+            elif approval.status == "rejected" and approval.decision == "respond":
+                # The operator's answer is the tool's result; the tool does not run.
+                state.reject(item, rejection_message=approval.response)
+            elif approval.status == "rejected":
+                state.reject(
+                    item, rejection_message=approval.decision_reason or "Rejected by an operator."
+                )
             else:  # withdrawn by the runtime (cancelled): the call does not happen
                 state.reject(
                     item,
@@ -479,7 +496,7 @@ class ApprovalGate:
         run = await self.client.get_run(outcome.run_id)
         if run.status == "suspended":
             await self._update(outcome.run_id, status="running")
-        return False
+        return state
 
     async def _approval_for(
         self,
@@ -532,6 +549,7 @@ class ApprovalGate:
                     reason=self.explain(call["tool_name"], call["arguments"]),
                     expires_at=expires_at,
                     approval_id=approval_id,
+                    allowed_decisions=list(self.allowed_decisions),
                 )
             except VersionConflict:
                 continue  # the run moved (e.g. a checkpoint id); re-read and ask again
@@ -679,6 +697,79 @@ class ApprovalGate:
 
     async def _event(self, run_id: str, type: str, payload: dict[str, Any]) -> None:
         await self.client.append_events(run_id, [{"type": type, "payload": payload}])
+
+
+def _edited(call: dict[str, Any], approval: Approval) -> bool:
+    """Approved with arguments other than the ones the model asked with."""
+    return (
+        approval.status == "approved"
+        and isinstance(approval.approved_arguments, dict)
+        and approval.approved_arguments != call["arguments"]
+    )
+
+
+def _decided_event(call: dict[str, Any], approval: Approval) -> dict[str, Any]:
+    """The run event of a decision: with an edit, both the asked and the approved call."""
+    payload: dict[str, Any] = {
+        "approval_id": approval.approval_id,
+        "call_id": call["call_id"],
+        "status": approval.status,
+        "decision": approval.decision or None,
+        "decided_by": approval.decided_by,
+        "reason": approval.decision_reason,
+    }
+    if _edited(call, approval):
+        payload["asked"] = {"tool_name": call["tool_name"], "arguments": call["arguments"]}
+        payload["approved"] = {
+            "tool_name": call["tool_name"],
+            "arguments": approval.approved_arguments,
+        }
+    if approval.decision == "respond":
+        payload["response"] = approval.response
+    return payload
+
+
+def _rewrite_call(node: Any, call_id: str, arguments: str) -> None:
+    """Set `arguments` of every serialized `function_call` item with `call_id` in `node`."""
+    if isinstance(node, dict):
+        if (
+            node.get("type") == "function_call"
+            and node.get("call_id") == call_id
+            and "arguments" in node
+        ):
+            node["arguments"] = arguments
+        for value in node.values():
+            _rewrite_call(value, call_id, arguments)
+    elif isinstance(node, list):
+        for value in node:
+            _rewrite_call(value, call_id, arguments)
+
+
+async def _with_arguments(
+    agent: Agent[Any], state: RunState[Any], edits: dict[str, dict[str, Any]]
+) -> RunState[Any]:
+    """`state` with the pending calls in `edits` rewritten to the approved arguments.
+
+    The SDK has no API to change a pending call's arguments, and it runs an
+    approved function tool with the arguments of the call's raw item. So the
+    serialized state is rewritten wherever that call appears (the model
+    response, the generated items, the pending interruption, the processed
+    response) and loaded again: the tool runs with the approved arguments and
+    the next model turn sees the edited call with its result. SDK releases with
+    a per-call fingerprint registry (`context.tool_invocations`, arguments
+    included) would refuse the edited call as a reused call id; the call has
+    not run, so its record is dropped and approving it registers the edited
+    call. The same on every release of the supported range (0.18.1 has no
+    registry).
+    """
+    data = json.loads(state.to_string())
+    for call_id, arguments in edits.items():
+        _rewrite_call(data, call_id, json.dumps(arguments))
+        context = data.get("context")
+        invocations = context.get("tool_invocations") if isinstance(context, dict) else None
+        if isinstance(invocations, dict):
+            invocations.pop(call_id, None)
+    return await RunState.from_string(agent, json.dumps(data))
 
 
 def _text(output: Any) -> Any:
