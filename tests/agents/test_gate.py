@@ -152,6 +152,60 @@ def test_killed_after_commit_the_resumed_run_does_not_refund_again(
     assert [e.effect_id for e in client.list_run_effects("pay-2")] == [effect.effect_id]
 
 
+def test_ten_megabytes_of_history_pause_and_resume_in_a_new_process(
+    worker, server, client, operator, refund_log
+):
+    """The checkpoint references the conversation by session seq instead of copying it."""
+    client.create_session(session_id="chat-big", user_id="customer-1")
+    chunk = 512 * 1024
+    for index in range(20):  # 10 MB, one item per request: each under the 1 MiB body limit
+        text = f"old message {index} " + "h" * chunk
+        if index % 2 == 0:
+            payload = {"role": "user", "content": text}
+        else:  # as the SDK stores an assistant's answer
+            payload = {
+                "id": f"msg-old-{index}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        client.append_items(
+            "chat-big",
+            [{"role": payload["role"], "item_type": "openai.message", "payload": payload}],
+        )
+    # An answer given as plain text: the SDK reads it back reshaped, so it is copied.
+    plain = {"role": "assistant", "content": "Anything else?"}
+    client.append_items(
+        "chat-big", [{"role": "assistant", "item_type": "openai.message", "payload": plain}]
+    )
+    code, started = worker("start", REFUND, "--run-id", "pay-big", "--session-id", "chat-big")
+    assert (code, started["status"]) == (0, "waiting_approval")
+
+    checkpoint = client.latest_checkpoint("pay-big.task")
+    assert checkpoint.schema_version == 2
+    assert len(json.dumps(checkpoint.state)) < 64 * 1024
+    assert checkpoint.state["run_state"]["original_input"] == []
+    conversation = checkpoint.state["conversation"]
+    reshaped = {"role": "assistant", "status": "completed"} | {
+        "content": [{"type": "output_text", "text": "Anything else?"}]
+    }
+    assert (conversation["session_id"], conversation["pieces"], conversation["items"]) == (
+        "chat-big",
+        [[1, 20], {"item": reshaped}, [22, 22]],  # 20 old items, the reshaped one, the request
+        22,
+    )
+
+    operator.decide_approval(
+        f"pay-big:{CALL.replace('u1', 'u11')}", decision="approve", reason="ok"
+    )
+    code, resumed = worker("resume", "--run-id", "pay-big")
+    assert (code, resumed["status"], resumed["error"]) == (0, "succeeded", None)
+    assert resumed["final_output"] == DONE
+    assert refunds_made(refund_log) == ["A-1 1200"]
+    assert client.get_run("pay-big").status == "succeeded"
+
+
 def _gate(server, **kwargs) -> tuple[AsyncStateroomClient, ApprovalGate]:
     client = AsyncStateroomClient(server.url, server.token)
     return client, ApprovalGate(client, build_agent(), risk_policy=risk, **kwargs)

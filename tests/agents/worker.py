@@ -38,9 +38,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         if args.command == "start":
             session = None
             if args.session_id:
-                session = await StateroomSession.create(
-                    client, user_id=args.user_id, session_id=args.session_id
-                )
+                session = await StateroomSession.open(client, args.session_id, user_id=args.user_id)
             outcome = await gate.run(
                 args.message, run_id=args.run_id, session=session, wait=args.wait
             )

@@ -47,12 +47,28 @@ crash between recording and committing it) suspends the run with
 `error.code == "effect_outcome_unknown"` until a person settles it; a tool
 that ran but could not be committed suspends it with `effect_unrecorded`.
 
-Checkpoint state (schema_version 1)::
+Checkpoint state (schema_version 2)::
 
     {"kind": "openai-agents.run_state", "sdk_version": "0.24.0", "agent": "payments",
      "session": {"session_id": ..., "user_id": ...} | null,
      "calls": [{"call_id", "tool_name", "arguments", "risk", "approval_id"}],
-     "run_state": <RunState.to_json()>}
+     "run_state": <RunState.to_json(), its "original_input" emptied when referenced>,
+     "conversation": {"session_id": ..., "items": n,
+                      "pieces": [[first_seq, last_seq] | {"item": <a copy>}, ...],
+                      "digest": <sha256 of the items' sorted-key JSON>} | null}
+
+The conversation is referenced, not copied: the RunState's `original_input`
+(the session's history the run started from, plus its new input) is rebuilt
+from `pieces`, runs of session items by seq (and copies of the few items the
+SDK rewrote when it read them, e.g. an assistant message given as text), so a checkpoint stays small however long the
+conversation is (a copy of 1 MB of history would be over the server's body
+limit, and the run could not pause). `resume` reads those items back, checks
+`digest`, and puts them back into the RunState; items whose content was
+deleted, or that differ, make the resume fail (`ResumeError`,
+`conversation_missing` / `conversation_changed`) rather than run on another
+conversation. Without a session, or when no item of the input is known to be
+stored in it, `conversation` is null and the RunState is kept whole.
+Schema 1 checkpoints (always a whole RunState) are still resumed.
 """
 
 from __future__ import annotations
@@ -75,11 +91,11 @@ from agents.items import ToolApprovalItem
 from ..aio import AsyncStateroomClient
 from ..errors import AlreadyExists, NotFound, PayloadTooLarge, StateroomError, VersionConflict
 from ..models import Approval, Run
-from .session import StateroomSession
+from .session import StateroomSession, item_digest, seqs_in
 from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt
 
 CHECKPOINT_KIND = "openai-agents.run_state"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RISKS = ("low", "medium", "high", "critical")
 # Every decision the server knows, and the gate honours each: approve runs the
 # call, edit runs it with the approved arguments, reject tells the model the
@@ -260,7 +276,6 @@ class ApprovalGate:
                 f"Checkpoint {checkpoint.checkpoint_id} was not written by an ApprovalGate.",
                 code="foreign_checkpoint",
             )
-        state = await RunState.from_string(self.agent, json.dumps(data["run_state"]))
         session = None
         if data.get("session"):
             session = StateroomSession(
@@ -269,6 +284,8 @@ class ApprovalGate:
                 user_id=data["session"].get("user_id", ""),
                 run_id=run_id,
             )
+        run_state = await _restored(data, session)
+        state = await RunState.from_string(self.agent, json.dumps(run_state))
         outcome = GateOutcome(run_id, run.task_id, "running")
         return await self._guarded(
             outcome,
@@ -468,7 +485,7 @@ class ApprovalGate:
                 error = {"code": "approval_expired", "message": message, **ended}
                 await self._end(outcome, "failed", session, error=error)
                 return None
-            decided[item.call_id] = approval
+            decided[call["call_id"]] = approval
         edits = {
             call_id: approval.approved_arguments
             for call_id, approval in decided.items()
@@ -477,7 +494,7 @@ class ApprovalGate:
         if edits:
             state = await _with_arguments(self.agent, state, edits)
         for item in state.get_interruptions():
-            approval = decided[item.call_id]
+            approval = decided[item.call_id or ""]
             if approval.status == "approved":  # as asked, or as edited just above
                 state.approve(item)
             elif approval.status == "rejected" and approval.decision == "respond":
@@ -633,6 +650,7 @@ class ApprovalGate:
         calls: list[dict[str, Any]],
         session: StateroomSession | None,
     ) -> str:
+        run_state = json.loads(state.to_string())
         body = {
             "kind": CHECKPOINT_KIND,
             "sdk_version": SDK_VERSION,
@@ -641,7 +659,8 @@ class ApprovalGate:
             if session
             else None,
             "calls": calls,
-            "run_state": json.loads(state.to_string()),
+            "conversation": _reference(run_state, session),
+            "run_state": run_state,
         }
         pending = next((c for c in calls if not c.get("approval_id")), None)
         node = f"approval:{pending['tool_name']}" if pending else "awaiting_decisions"
@@ -697,6 +716,73 @@ class ApprovalGate:
 
     async def _event(self, run_id: str, type: str, payload: dict[str, Any]) -> None:
         await self.client.append_events(run_id, [{"type": type, "payload": payload}])
+
+
+def _reference(
+    run_state: dict[str, Any], session: StateroomSession | None
+) -> dict[str, Any] | None:
+    """Take the RunState's `original_input` out, as session seq ranges where the session holds
+    its items (read or written by this session object) and as copies where it does not (the
+    SDK may normalize an item it read, e.g. an assistant message given as plain text)."""
+    original = run_state.get("original_input")
+    if session is None or not isinstance(original, list) or not original:
+        return None
+    pieces: list[Any] = []  # [first_seq, last_seq] or {"item": <a copy>}
+    last = 0
+    for item in original:
+        seq = session.seq_of(item, after=last)
+        if seq is None:
+            pieces.append({"item": item})
+            continue
+        if pieces and isinstance(pieces[-1], list) and pieces[-1][1] + 1 == seq:
+            pieces[-1][1] = seq
+        else:
+            pieces.append([seq, seq])
+        last = seq
+    if not any(isinstance(piece, list) for piece in pieces):
+        return None
+    run_state["original_input"] = []
+    return {
+        "session_id": session.session_id,
+        "pieces": pieces,
+        "items": len(original),
+        "digest": item_digest(original),
+    }
+
+
+async def _restored(data: dict[str, Any], session: StateroomSession | None) -> dict[str, Any]:
+    """The checkpoint's RunState JSON with its referenced conversation read back in."""
+    run_state: dict[str, Any] = data["run_state"]
+    conversation = data.get("conversation")
+    if not conversation:
+        return run_state
+    if session is None or conversation.get("session_id") != session.session_id:
+        raise ResumeError(
+            "The checkpoint references a conversation of another session.",
+            code="conversation_missing",
+        )
+    pieces = conversation["pieces"]
+    try:
+        stored = await session.items_at(seqs_in([p for p in pieces if isinstance(p, list)]))
+    except NotFound as exc:
+        raise ResumeError(
+            f"The conversation this run started from is gone from session "
+            f"{session.session_id}: {exc.message}",
+            code="conversation_missing",
+        ) from exc
+    reading = iter(stored)
+    items: list[Any] = []
+    for piece in pieces:
+        if isinstance(piece, list):
+            items += [next(reading) for _ in range(piece[0], piece[1] + 1)]
+        else:
+            items.append(piece["item"])
+    if len(items) != conversation.get("items") or item_digest(items) != conversation.get("digest"):
+        raise ResumeError(
+            f"The items of session {session.session_id} this run started from have changed.",
+            code="conversation_changed",
+        )
+    return {**run_state, "original_input": items}
 
 
 def _edited(call: dict[str, Any], approval: Approval) -> bool:

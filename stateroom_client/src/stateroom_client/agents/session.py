@@ -25,6 +25,8 @@ SDK items are stored as the item's JSON in ``payload``, with ``item_type``
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -78,6 +80,12 @@ def coerce_settings(value: SessionSettings | Mapping[str, Any] | None) -> Sessio
     return SessionSettings(**value)
 
 
+def item_digest(item: Any) -> str:
+    """sha256 of an SDK item's JSON with sorted keys: the same item read back digests the same."""
+    text = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def to_stateroom(item: TResponseInputItem) -> dict[str, Any]:
     data = dict(item)
     item_type = str(data.get("type") or "message")
@@ -110,6 +118,9 @@ class StateroomSession:
         self.session_id = session_id
         self.user_id = user_id
         self.run_id = run_id
+        # item digest -> the seqs this object read or wrote it at: lets the gate
+        # reference a conversation by seq instead of copying it (`seqs_of`).
+        self._known: dict[str, list[int]] = {}
 
     @classmethod
     async def create(
@@ -160,6 +171,7 @@ class StateroomSession:
             page = await self.client.get_items(self.session_id, before_seq=before, limit=_PAGE)
             rows = page.results
             for row in reversed(rows):
+                self._remember(row.seq, row.payload)
                 if row.item_type == CLEAR:
                     return visible
                 if row.item_type == POP:
@@ -187,12 +199,51 @@ class StateroomSession:
         for start in range(0, len(rows), _PAGE):
             # A fresh key per append lets the client retry a lost answer
             # without appending the items twice.
-            await self.client.append_items(
+            batch = rows[start : start + _PAGE]
+            appended = await self.client.append_items(
                 self.session_id,
-                rows[start : start + _PAGE],
+                batch,
                 run_id=self.run_id,
                 idempotency_key=f"add:{uuid.uuid4().hex}",
             )
+            for offset, row in enumerate(batch):
+                self._remember(appended.first_seq + offset, row["payload"])
+
+    # --- seqs: a conversation by reference ------------------------------------
+    def _remember(self, seq: int, payload: Any) -> None:
+        seqs = self._known.setdefault(item_digest(payload), [])
+        if seq not in seqs:
+            seqs.append(seq)
+            seqs.sort()
+
+    def seq_of(self, item: Any, *, after: int = 0) -> int | None:
+        """The first seq after `after` at which this object read or wrote `item`, if any."""
+        return next((s for s in self._known.get(item_digest(item), ()) if s > after), None)
+
+    async def items_at(self, seqs: list[int]) -> list[TResponseInputItem]:
+        """The items stored at `seqs` (increasing), tombstoned or not, read in pages."""
+        wanted = set(seqs)
+        found: dict[int, Any] = {}
+        for first, last in seq_ranges(seqs):
+            after = first - 1
+            while after < last:
+                page = await self.client.get_items(
+                    self.session_id, after_seq=after, limit=min(500, last - after)
+                )
+                if not page.results:
+                    break
+                for row in page.results:
+                    if row.seq in wanted and row.seq <= last:
+                        found[row.seq] = row.payload
+                        self._remember(row.seq, row.payload)
+                after = page.results[-1].seq
+        missing = [seq for seq in seqs if seq not in found]
+        if missing:
+            raise NotFound(
+                f"Session {self.session_id} has no items at seqs {missing[:5]}.",
+                code="items_missing",
+            )
+        return [found[seq] for seq in seqs]
 
     async def pop_item(self) -> TResponseInputItem | None:
         while True:
@@ -220,3 +271,18 @@ class StateroomSession:
             run_id=self.run_id,
             idempotency_key=f"clear:{uuid.uuid4().hex}",
         )
+
+
+def seq_ranges(seqs: list[int]) -> list[list[int]]:
+    """Increasing seqs as inclusive [first, last] runs: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
+    ranges: list[list[int]] = []
+    for seq in seqs:
+        if ranges and seq == ranges[-1][1] + 1:
+            ranges[-1][1] = seq
+        else:
+            ranges.append([seq, seq])
+    return ranges
+
+
+def seqs_in(ranges: list[list[int]]) -> list[int]:
+    return [seq for first, last in ranges for seq in range(first, last + 1)]
