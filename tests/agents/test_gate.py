@@ -206,6 +206,51 @@ def test_ten_megabytes_of_history_pause_and_resume_in_a_new_process(
     assert client.get_run("pay-big").status == "succeeded"
 
 
+def test_a_resume_after_the_tools_schema_changed_does_not_run_it_on_the_old_approval(
+    server, client, operator, refund_log
+):
+    _start(server, "pay-drift")
+    old_id = f"pay-drift:{CALL}"
+    operator.decide_approval(old_id, decision="approve", reason="ok")
+
+    @idempotent_tool(needs_approval=True, name_override="issue_refund")
+    def issue_refund_v2(order_id: str, amount_cents: int, currency: str) -> str:
+        """Refund part of an order to the customer's card.
+
+        Args:
+            order_id: The order to refund.
+            amount_cents: How much to refund, in cents.
+            currency: ISO currency code.
+        """
+        raise AssertionError("must not run on the old approval")
+
+    agent = build_agent()
+    agent.tools = [issue_refund_v2]
+
+    async def resume() -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            return await ApprovalGate(aclient, agent, risk_policy=risk).resume(
+                "pay-drift", wait=False
+            )
+
+    outcome = asyncio.run(resume())
+    assert outcome.status == "waiting_approval"
+    assert refunds_made(refund_log) == [] and client.list_run_effects("pay-drift").results == []
+    [again] = outcome.approvals
+    assert again.approval_id != old_id and again.status == "pending"
+    assert again.raw["summary"] == f"The tool changed since this was asked ({old_id})"
+    assert '"currency"' in again.reason and "is now" in again.reason
+    assert client.get_run("pay-drift").pending_approval_id == again.approval_id
+    events = {e.type: e.payload for e in client.iter_events("pay-drift")}
+    assert list(events["agent.drift"]) == ["tools"]
+    schema = events["agent.drift"]["tools"]["issue_refund"]
+    assert (
+        "currency" in schema["new"]["properties"] and "currency" not in schema["old"]["properties"]
+    )
+    assert events["approval.voided"]["approval_id"] == old_id
+    assert events["approval.voided"]["reason"] == "tool_changed"
+
+
 def _gate(server, **kwargs) -> tuple[AsyncStateroomClient, ApprovalGate]:
     client = AsyncStateroomClient(server.url, server.token)
     return client, ApprovalGate(client, build_agent(), risk_policy=risk, **kwargs)

@@ -69,6 +69,16 @@ deleted, or that differ, make the resume fail (`ResumeError`,
 conversation. Without a session, or when no item of the input is known to be
 stored in it, `conversation` is null and the RunState is kept whole.
 Schema 1 checkpoints (always a whole RunState) are still resumed.
+
+`fingerprint` (schema 2) records what the run's facts depend on: each tool's
+name and JSON schema, a digest of the model settings and the approval policy
+(risk policy, allowed decisions, on_rejection, approval TTL). `resume`
+compares it with the gate it runs in and records any drift as the run event
+`agent.drift`. A call whose tool's schema changed is not run on the approval
+given for the old tool: that approval, pending (withdrawn, `tool_changed`) or
+approved but not yet run, is set aside (run event `approval.voided` with the
+schema diff) and the call is asked again under a new approval id whose summary
+says the tool changed and whose reason carries the old and new schema.
 """
 
 from __future__ import annotations
@@ -92,7 +102,7 @@ from ..aio import AsyncStateroomClient
 from ..errors import AlreadyExists, NotFound, PayloadTooLarge, StateroomError, VersionConflict
 from ..models import Approval, Run
 from .session import StateroomSession, item_digest, seqs_in
-from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt
+from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt, effect_key
 
 CHECKPOINT_KIND = "openai-agents.run_state"
 SCHEMA_VERSION = 2
@@ -287,6 +297,11 @@ class ApprovalGate:
         run_state = await _restored(data, session)
         state = await RunState.from_string(self.agent, json.dumps(run_state))
         outcome = GateOutcome(run_id, run.task_id, "running")
+        calls = list(data.get("calls") or [])
+        drift = self._drift(data.get("fingerprint"))
+        if drift:
+            await self._event(run_id, "agent.drift", drift)
+            await self._revalidate(outcome, calls, drift)
         return await self._guarded(
             outcome,
             session,
@@ -294,7 +309,7 @@ class ApprovalGate:
                 outcome,
                 state,
                 session,
-                list(data.get("calls") or []),
+                calls,
                 wait=wait,
                 timeout=decision_timeout,
                 interrupted=True,
@@ -526,7 +541,7 @@ class ApprovalGate:
     ) -> Approval:
         if call.get("approval_id"):
             return await self.client.get_approval(call["approval_id"])
-        wanted = approval_id_for(outcome.run_id, call["call_id"])
+        wanted = call.get("approval_id_wanted") or approval_id_for(outcome.run_id, call["call_id"])
         approval = None
         if recovering:  # asked before a crash kept its id from the checkpoint?
             with contextlib.suppress(NotFound):
@@ -563,10 +578,11 @@ class ApprovalGate:
                     tool_name=call["tool_name"],
                     arguments=call["arguments"],
                     risk=call["risk"],
-                    reason=self.explain(call["tool_name"], call["arguments"]),
+                    reason=self.explain(call["tool_name"], call["arguments"]) + _drift_note(call),
                     expires_at=expires_at,
                     approval_id=approval_id,
                     allowed_decisions=list(self.allowed_decisions),
+                    **_drift_presentation(call),
                 )
             except VersionConflict:
                 continue  # the run moved (e.g. a checkpoint id); re-read and ask again
@@ -622,6 +638,98 @@ class ApprovalGate:
         if session is not None:
             await self._detach(session, outcome.run_id)
 
+    # --- revalidation on resume -----------------------------------------------
+    def _fingerprint(self) -> dict[str, Any]:
+        """What the run's execution facts depend on: each tool's name and JSON schema, the
+        model settings and the approval policy in force."""
+        tools = {
+            tool.name: _jsonable(getattr(tool, "params_json_schema", None))
+            for tool in self.agent.tools
+        }
+        settings = getattr(self.agent.model_settings, "to_json_dict", None)
+        policy = getattr(self.risk_policy, "__qualname__", repr(self.risk_policy))
+        return {
+            "tools": tools,
+            "model_settings": item_digest(_jsonable(settings() if settings else None)),
+            "policy": {
+                "risk_policy": f"{getattr(self.risk_policy, '__module__', '')}.{policy}",
+                "allowed_decisions": list(self.allowed_decisions),
+                "on_rejection": self.on_rejection,
+                "approval_ttl": self.approval_ttl.total_seconds() if self.approval_ttl else None,
+            },
+        }
+
+    def _drift(self, recorded: Any) -> dict[str, Any]:
+        """What changed since the checkpoint's fingerprint: {} when nothing did."""
+        if not isinstance(recorded, dict):
+            return {}  # a schema 1 checkpoint: nothing to compare with
+        now = self._fingerprint()
+        drift: dict[str, Any] = {}
+        old_tools, new_tools = recorded.get("tools") or {}, now["tools"]
+        tools = {
+            name: {"old": old_tools.get(name), "new": new_tools.get(name)}
+            for name in sorted(set(old_tools) | set(new_tools))
+            if old_tools.get(name) != new_tools.get(name)
+        }
+        if tools:
+            drift["tools"] = tools
+        if recorded.get("model_settings") != now["model_settings"]:
+            drift["model_settings"] = {
+                "old": recorded.get("model_settings"),
+                "new": now["model_settings"],
+            }
+        if recorded.get("policy") != now["policy"]:
+            drift["policy"] = {"old": recorded.get("policy"), "new": now["policy"]}
+        return drift
+
+    async def _revalidate(
+        self, outcome: GateOutcome, calls: list[dict[str, Any]], drift: dict[str, Any]
+    ) -> None:
+        """A call whose tool changed is not run on the approval given for the old tool.
+
+        Its approval, pending or approved but not yet run (no committed effect),
+        is set aside: a pending one is withdrawn (`tool_changed`), and the call is
+        asked again under a new approval id whose summary says the tool changed
+        and whose reason carries the schema diff. The decision the operator
+        gave for the old tool is never applied.
+        """
+        changed = drift.get("tools") or {}
+        for call in calls:
+            old_id = call.get("approval_id")
+            if not old_id or call["tool_name"] not in changed:
+                continue
+            approval = await self.client.get_approval(old_id)
+            effect = await self.client.find_effect(effect_key(outcome.run_id, call["call_id"]))
+            if effect is not None and effect.status == "committed":
+                continue  # it ran under the old tool: the ledger answers it
+            if approval.status not in ("pending", "approved"):
+                continue
+            diff = changed[call["tool_name"]]
+            if approval.is_pending:
+                with contextlib.suppress(StateroomError):
+                    await self.client.cancel_approval(
+                        old_id, reason="tool_changed: the tool changed since this was asked"
+                    )
+            new_id = approval_id_for(
+                outcome.run_id, f"{call['call_id']}:{item_digest(diff['new'])[:8]}"
+            )
+            call["approval_id"] = None
+            call["asked_again_for"] = old_id
+            call["drift"] = diff
+            call["approval_id_wanted"] = new_id
+            await self._event(
+                outcome.run_id,
+                "approval.voided",
+                {
+                    "approval_id": old_id,
+                    "call_id": call["call_id"],
+                    "status": approval.status,
+                    "reason": "tool_changed",
+                    "tool_name": call["tool_name"],
+                    "schema": diff,
+                },
+            )
+
     # --- small helpers -------------------------------------------------------
     def _risk(self, tool_name: str, arguments: dict[str, Any]) -> str:
         risk = self.risk_policy(tool_name, arguments)
@@ -660,6 +768,7 @@ class ApprovalGate:
             else None,
             "calls": calls,
             "conversation": _reference(run_state, session),
+            "fingerprint": self._fingerprint(),
             "run_state": run_state,
         }
         pending = next((c for c in calls if not c.get("approval_id")), None)
@@ -716,6 +825,28 @@ class ApprovalGate:
 
     async def _event(self, run_id: str, type: str, payload: dict[str, Any]) -> None:
         await self.client.append_events(run_id, [{"type": type, "payload": payload}])
+
+
+def _drift_presentation(call: dict[str, Any]) -> dict[str, Any]:
+    """A call asked again because its tool changed: the inbox row and the page say so."""
+    if not call.get("drift"):
+        return {}
+    return {"summary": f"The tool changed since this was asked ({call['asked_again_for']})"}
+
+
+def _drift_note(call: dict[str, Any]) -> str:
+    drift = call.get("drift")
+    if not drift:
+        return ""
+    return (
+        f"\n\nThe tool changed since this was asked (approval {call['asked_again_for']} was"
+        f" for the old tool and is not used). Its schema was:\n{json.dumps(drift['old'])}"
+        f"\nand is now:\n{json.dumps(drift['new'])}"
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
 
 
 def _reference(
