@@ -45,6 +45,8 @@ from .store import ApprovalStore
 # Long-poll re-check interval: starts short so a decision shows up fast, grows to 1 s.
 POLL_FIRST_DELAY = 0.1
 POLL_MAX_DELAY = 1.0
+# Re-read this long after `expires_at`, so the clock the read compares with has passed it.
+EXPIRY_MARGIN = 0.01
 
 
 def _store(request) -> ApprovalStore:
@@ -57,7 +59,10 @@ class ApprovalSerializer(serializers.Serializer):
 
     approval_id = serializers.CharField()
     run_id = serializers.CharField(source="run.run_id")
-    status = serializers.ChoiceField(choices=ApprovalStatus.choices)
+    status = serializers.ChoiceField(
+        choices=ApprovalStatus.choices,
+        help_text="expired from expires_at on, whether or not the expiry sweep has run",
+    )
     tool_name = serializers.CharField()
     arguments = serializers.DictField()
     risk = serializers.ChoiceField(choices=Risk.choices)
@@ -192,7 +197,8 @@ class ApprovalWaitQuery(QuerySerializer):
         max_value=settings.STATEROOM_LONG_POLL_MAX_SECONDS,
         help_text=(
             "Seconds (0-30) to wait for a decision: returns as soon as the approval is no "
-            "longer pending, or at the timeout with it still pending"
+            "longer pending (decided, cancelled, or expired: at its expires_at), or at the "
+            "timeout with it still pending"
         ),
     )
 
@@ -273,16 +279,25 @@ def approval_detail(request, approval_id: str):
         wait = not_found_first(
             lambda: query(request, ApprovalWaitQuery), lambda: store.get(approval_id)
         ).get("wait", 0)
-        data = approval_data(store.get(approval_id))
-    deadline = time.monotonic() + wait
+        approval = store.get(approval_id)
+        data = approval_data(approval)
+    started = time.monotonic()
+    deadline = started + wait
+    # It reads expired from its expires_at on: the wait ends then too, not at the next poll.
+    expiry = None
+    if approval.expires_at is not None:
+        expiry = started + (approval.expires_at - store.now()).total_seconds() + EXPIRY_MARGIN
     delay = POLL_FIRST_DELAY
     while data["status"] == ApprovalStatus.PENDING:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        now = time.monotonic()
+        if now >= deadline:
             break
+        pause = min(delay, deadline - now)
+        if expiry is not None and expiry - now < pause:
+            pause, expiry = max(expiry - now, 0), None  # one read at expiry, then the usual pace
         if not connection.in_atomic_block:
             connection.close()
-        time.sleep(min(delay, remaining))
+        time.sleep(pause)
         delay = min(delay * 2, POLL_MAX_DELAY)
         with tenant_transaction(tenant_id):
             data = approval_data(store.get(approval_id))

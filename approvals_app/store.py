@@ -11,8 +11,12 @@ Lock order, everywhere: the run row first, then the approval row. Decisions,
 cancellations and expiries all lock both; the sweep only takes rows nobody
 holds (`skip_locked`), so nothing here can deadlock with itself.
 
-An approval shown pending can still happen: the inbox lists no approval
-whose run's session has ended, and a decision on one is 409 `session_ended`
+An approval shown pending can still happen. Time: an approval whose
+`expires_at` has passed reads as `expired` at once, whether or not the sweep
+has run (`_read`: every read of this store, its lists and counts, in SQL at
+the store's clock); the sweep (`expire_overdue`), a late decision or
+cancellation, or the run's end only make it durable, audited once. Place: the
+inbox lists no approval whose run's session has ended, and a decision on one is 409 `session_ended`
 (the lifecycle orchestrator cancels them when the session ends). A run whose
 session's content deletion was requested takes no new approval (409
 `content_deleted`). The content of approvals (`CONTENT`: arguments, approved
@@ -29,8 +33,9 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet, TextField, Value
-from django.db.models.functions import Concat
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet, TextField, Value
+from django.db.models.functions import Coalesce, Concat
+from django.db.models.query import ModelIterable
 
 from outbox_app.relay import enqueue
 from runs_app.models import Run, RunStatus
@@ -108,13 +113,53 @@ def arguments_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
     }
 
 
+def overdue(now: datetime) -> Q:
+    """Pending in the table, but past `expires_at`: expired, whether or not swept yet."""
+    return Q(status=ApprovalStatus.PENDING, expires_at__lte=now)
+
+
+def has_status(status: str, now: datetime) -> Q:
+    """Approvals whose effective status at `now` is `status` (what `_read` rows show)."""
+    if status == ApprovalStatus.PENDING:
+        return Q(status=status) & ~overdue(now)
+    if status == ApprovalStatus.EXPIRED:
+        return Q(status=status) | overdue(now)
+    return Q(status=status)
+
+
+class _EffectiveIterable(ModelIterable):
+    """Rows as they read at the store's clock: an overdue approval (`is_overdue`, annotated
+    in the same query) is `expired`, decided at its `expires_at`, as the sweep will record."""
+
+    def __iter__(self):
+        for approval in super().__iter__():
+            if approval.__dict__.pop("is_overdue", False):
+                approval.status = ApprovalStatus.EXPIRED
+                approval.decided_at = approval.expires_at
+            yield approval
+
+
 class ApprovalStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def _approvals(self) -> QuerySet[ApprovalRequest]:
+        """The stored rows, as written (what locks and state changes work on)."""
         return ApprovalRequest.objects.filter(tenant=self.tenant)
 
+    def _read(self) -> QuerySet[ApprovalRequest]:
+        """The rows as they read now: each with its effective status (`_EffectiveIterable`).
+
+        Reading writes nothing: making an expiry durable (and audited) is the
+        sweep's, or that of the first write that meets it.
+        """
+        approvals = self._approvals().annotate(
+            is_overdue=ExpressionWrapper(overdue(self.now()), output_field=BooleanField())
+        )
+        # What `.values()` does to change the rows a queryset yields; clones keep it.
+        approvals._iterable_class = _EffectiveIterable
+        return approvals
+
     def get(self, approval_id: str) -> ApprovalRequest:
-        approval = self._approvals().select_related("run").filter(approval_id=approval_id).first()
+        approval = self._read().select_related("run").filter(approval_id=approval_id).first()
         if approval is None:
             raise NotFound("No such approval.", details={"approval_id": approval_id})
         return approval
@@ -122,15 +167,16 @@ class ApprovalStore(BaseStore):
     def list_approvals(
         self, *, status: str | None = None, run_id: str | None = None
     ) -> QuerySet[ApprovalRequest]:
-        """Unordered; callers keyset by id."""
-        approvals = self._approvals().select_related("run")
+        """Unordered; callers keyset by id. `status` is the effective status (`_read`)."""
+        now = self.now()
+        approvals = self._read().select_related("run")
         if status:
             if status not in ApprovalStatus.values:
                 raise Unprocessable(
                     "Unknown approval status.",
                     details={"status": [f"must be one of {', '.join(ApprovalStatus.values)}"]},
                 )
-            approvals = approvals.filter(status=status)
+            approvals = approvals.filter(has_status(status, now))
         if run_id:
             approvals = approvals.filter(run__run_id=run_id)
         return approvals
@@ -158,16 +204,22 @@ class ApprovalStore(BaseStore):
         """Approvals of one history tab, filtered; unordered (callers keyset by id).
 
         Dates bound when the approval got its status: asked (pending) or closed
-        (decided, expired, cancelled). `tool` is a case-insensitive prefix,
-        `decider` and `agent` exact.
+        (decided, expired, cancelled; an expiry not yet swept closed at its
+        `expires_at`). `tool` is a case-insensitive prefix, `decider` and
+        `agent` exact. Tabs go by the effective status (`_read`).
         """
         if tab not in self.HISTORY_TABS:
             raise Unprocessable(
                 "Unknown tab.", details={"tab": [f"one of {', '.join(self.HISTORY_TABS)}"]}
             )
+        now = self.now()
+        in_tab = Q()
+        for status in self.HISTORY_TABS[tab]:
+            in_tab |= has_status(status, now)
         approvals = (
-            self._approvals()
-            .filter(status__in=self.HISTORY_TABS[tab])
+            self._read()
+            .filter(in_tab)
+            .alias(closed_at=Coalesce("decided_at", "expires_at"))
             .select_related("run")
             .defer("search")
         )
@@ -183,7 +235,7 @@ class ApprovalStore(BaseStore):
             approvals = approvals.filter(decision=decision)
         if outcome:  # approved or rejected, within the decided tab
             approvals = approvals.filter(status=outcome)
-        stamp = "created_at" if tab == "pending" else "decided_at"
+        stamp = "created_at" if tab == "pending" else "closed_at"
         if since is not None:
             approvals = approvals.filter(**{f"{stamp}__gte": since})
         if until is not None:
@@ -214,7 +266,7 @@ class ApprovalStore(BaseStore):
             output_field=TextField(),
         )
         rows = (
-            self._approvals()
+            self._read()
             .filter(id__in=ids)
             .select_related("run")
             .defer("search")
@@ -242,22 +294,26 @@ class ApprovalStore(BaseStore):
     def inbox(self) -> QuerySet[ApprovalRequest]:
         """Pending, most urgent first: time left weighted by risk (`approvals_app.urgency`).
 
-        Never one whose run's session has ended: it can no longer happen.
+        Never one that can no longer happen: past its `expires_at` (swept or
+        not), or whose run's session has ended.
         """
+        now = self.now()
         pending = (
-            self._approvals()
-            .filter(status=ApprovalStatus.PENDING)
+            self._read()
+            .filter(has_status(ApprovalStatus.PENDING, now))
             .exclude(run__session__status__in=TERMINAL_SESSION_STATUSES)
             .select_related("run", "run__session")
             .defer("search")
         )
-        return order_by_urgency(pending, self.now())
+        return order_by_urgency(pending, now)
 
     def can_still_happen(self, approval: ApprovalRequest) -> bool:
-        """Pending, and its run's session (if any) neither ended nor being deleted."""
+        """Pending and not past `expires_at`, and its run's session (if any) neither ended
+        nor being deleted."""
         session = approval.run.session if approval.run.session_id else None
         return (
             approval.status == ApprovalStatus.PENDING
+            and not self._is_due(approval)
             and approval.run.content_fenced_at is None
             and (session is None or session.status not in TERMINAL_SESSION_STATUSES)
         )
@@ -455,8 +511,10 @@ class ApprovalStore(BaseStore):
         """The runtime that asked withdraws its request; the run goes back to `running`.
 
         Another runtime token of the tenant gets 403; a decided approval 409
-        `already_decided`.
+        `already_decided`; so does one past its `expires_at`, whose expiry this
+        records (`keep_changes`), as a late decision does.
         """
+        expired: Conflict | None = None
         with transaction.atomic():
             run, approval = self._lock(approval_id)
             if (
@@ -467,16 +525,23 @@ class ApprovalStore(BaseStore):
                 raise Forbidden("Only the runtime that asked may cancel.", code="not_requester")
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
-            self._close(approval, ApprovalStatus.CANCELLED, reason)
-            self._release_run(run, approval, to_status=RunStatus.RUNNING)
-            self.audit(
-                "approval.cancelled",
-                target_type="approval",
-                target_id=approval.approval_id,
-                before={"status": ApprovalStatus.PENDING},
-                after={"status": approval.status, "run_status": run.status},
-                reason=reason,
-            )
+            if self._is_due(approval):
+                self._expire_locked(approval, run)
+                expired = self._already_decided(approval)
+                expired.keep_changes = True
+            else:
+                self._close(approval, ApprovalStatus.CANCELLED, reason)
+                self._release_run(run, approval, to_status=RunStatus.RUNNING)
+                self.audit(
+                    "approval.cancelled",
+                    target_type="approval",
+                    target_id=approval.approval_id,
+                    before={"status": ApprovalStatus.PENDING},
+                    after={"status": approval.status, "run_status": run.status},
+                    reason=reason,
+                )
+        if expired is not None:
+            raise expired
         return approval
 
     def expire(self, *, approval_id: str) -> ApprovalRequest:
@@ -496,19 +561,18 @@ class ApprovalStore(BaseStore):
         return approval
 
     def expire_overdue(self, *, limit: int = 500) -> int:
-        """Sweep: pending approvals past `expires_at` -> `expired`, as `expire` does.
+        """Sweep: make durable the expiry of approvals past `expires_at`, as `expire` does.
 
-        Bounded to `limit`. Each expiry locks its run and approval with
-        `skip_locked` and re-checks `pending` and the deadline under the lock,
-        so two sweeps at once (or a sweep racing a decision) expire each
-        approval at most once and never wait on each other.
+        They already read as expired (`_read`); the sweep records it (audited
+        once), suspends their runs and tells the runtimes. Bounded to `limit`.
+        Each expiry locks its run and approval with `skip_locked` and re-checks
+        `pending` and the deadline under the lock, so two sweeps at once (or a
+        sweep racing a decision) expire each approval at most once and never
+        wait on each other.
         """
         now = self.now()
         due = list(
-            self._approvals()
-            .filter(status=ApprovalStatus.PENDING, expires_at__lt=now)
-            .order_by("expires_at", "id")
-            .values_list("pk", "run_id")[:limit]
+            self.unswept(now=now).order_by("expires_at", "id").values_list("pk", "run_id")[:limit]
         )
         expired = 0
         for approval_pk, run_pk in due:
@@ -519,9 +583,9 @@ class ApprovalStore(BaseStore):
                     .first()
                 )
                 approval = (
-                    self._approvals()
+                    self.unswept(now=now)
                     .select_for_update(skip_locked=True)
-                    .filter(pk=approval_pk, status=ApprovalStatus.PENDING, expires_at__lt=now)
+                    .filter(pk=approval_pk)
                     .first()
                     if run is not None
                     else None
@@ -531,6 +595,10 @@ class ApprovalStore(BaseStore):
                 self._expire_locked(approval, run)
                 expired += 1
         return expired
+
+    def unswept(self, *, now: datetime) -> QuerySet[ApprovalRequest]:
+        """Approvals past `expires_at` at `now` whose expiry is not recorded yet (the sweep's)."""
+        return self._approvals().filter(overdue(now))
 
     def withdraw_for_run(self, *, run: Run, reason: str) -> int:
         """A run that ended waits on nothing: cancel its pending approval (audited).
@@ -543,6 +611,11 @@ class ApprovalStore(BaseStore):
         for approval in (
             self._approvals().select_for_update().filter(run=run, status=ApprovalStatus.PENDING)
         ):
+            if self._is_due(approval):
+                # It already reads expired: it stays so (recorded now), not cancelled.
+                self._expire_locked(approval, run)
+                withdrawn += 1
+                continue
             self._close(approval, ApprovalStatus.CANCELLED, reason)
             self.audit(
                 "approval.cancelled",
@@ -641,8 +714,13 @@ class ApprovalStore(BaseStore):
             raise Unprocessable("Some fields are invalid.", details=errors)
 
     def _lock(self, approval_id: str) -> tuple[Run, ApprovalRequest]:
-        """Lock the run, then the approval (the one lock order of this module)."""
-        head = self.get(approval_id)
+        """Lock the run, then the approval (the one lock order of this module).
+
+        The approval as stored: a pending one past its deadline is for the
+        caller to expire (`_is_due`), audited once."""
+        head = self._approvals().filter(approval_id=approval_id).only("pk", "run_id").first()
+        if head is None:
+            raise NotFound("No such approval.", details={"approval_id": approval_id})
         run = (
             Run.objects.select_for_update(of=("self",))
             .select_related("session")
@@ -793,7 +871,11 @@ class ApprovalStore(BaseStore):
         self._notify(approval)
 
     def _expire_locked(self, approval: ApprovalRequest, run: Run) -> None:
-        self._close(approval, ApprovalStatus.EXPIRED, "")
+        # Past its deadline, it expired then (as reads showed it), not when this records it.
+        at = self.now()
+        if approval.expires_at is not None:
+            at = min(at, approval.expires_at)
+        self._close(approval, ApprovalStatus.EXPIRED, "", at=at)
         self._release_run(run, approval, to_status=RunStatus.SUSPENDED)
         self.audit(
             "approval.expired",
@@ -815,11 +897,12 @@ class ApprovalStore(BaseStore):
         reason: str,
         *,
         extra_fields: tuple[str, ...] = (),
+        at: datetime | None = None,
     ) -> None:
         approval.status = status
         approval.decided_by = self.actor.label[:200]
         approval.decided_by_id = self._actor_key()[:64]
-        approval.decided_at = self.now()
+        approval.decided_at = at or self.now()
         approval.decision_reason = reason or ""
         approval.save(
             update_fields=[

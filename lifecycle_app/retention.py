@@ -213,9 +213,7 @@ def preview(
                 ),
             }
     all_due = sessions.list_sessions().filter(any_due)
-    overdue_approvals = (
-        ApprovalStore(tenant, actor).list_approvals(status="pending").filter(expires_at__lt=now)
-    )
+    overdue_approvals = ApprovalStore(tenant, actor).unswept(now=now)
     overdue_runs = RunStateStore(tenant, actor).list_runs().filter(deadline_at__lt=now)
     overdue_runs = overdue_runs.exclude(status__in=["succeeded", "failed", "cancelled"])
     return {

@@ -67,11 +67,13 @@ def make_pending(
     effects: int = 1,
     approval_id: str | None = None,
     allowed_decisions: list[str] | None = None,
+    asked_at=None,
     **extra,
 ):
     """A run (in a session) that did some work and now waits for an approval.
 
-    `extra` goes to `ApprovalStore.request` (summary, key_arguments, usual_arguments).
+    `extra` goes to `ApprovalStore.request` (summary, key_arguments, usual_arguments);
+    `asked_at`: the store's clock when it asks (so `expires_at` may be in the past now).
     """
     from approvals_app.store import ApprovalStore
     from effects_app.store import EffectStore
@@ -115,7 +117,8 @@ def make_pending(
                 tool_name="lookup_order",
                 request={"order": i},
             )
-        return ApprovalStore(tenant, actor).request(
+        clock = {"clock": lambda: asked_at} if asked_at is not None else {}
+        return ApprovalStore(tenant, actor, **clock).request(
             run_id=run_id,
             expected_version=run.version,
             tool_name=tool_name,
