@@ -20,6 +20,7 @@ from agents import Agent, RunConfig, Runner, function_tool
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
+from audit_app.models import AuditEvent
 from effects_app.store import EffectStore
 from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient, ValidationError
 from stateroom_client.agents import (
@@ -335,6 +336,41 @@ def test_expired_approval_ends_the_run_cleanly(server, client, refund_log):
     assert (ended.status, ended.error) == ("failed", error)
     assert client.get_run("pay-5").error == error
     assert client.get_approval(f"pay-5:{CALL}").status == "expired"
+    assert refunds_made(refund_log) == []
+
+
+def test_a_waiting_gate_sees_the_expiry_at_expires_at_without_a_sweep(server, client, refund_log):
+    """No beat, no sweep: the gate's long-poll answers expired at expires_at, the run ends
+    failed, and ending it records the expiry (once), not a cancellation."""
+
+    async def go() -> GateOutcome:
+        async_client, gate = _gate(server, approval_ttl=timedelta(seconds=1.5))
+        async with async_client:
+            return await gate.run(REFUND, run_id="pay-9", wait=True, decision_timeout=20)
+
+    started = time.monotonic()
+    outcome = asyncio.run(go())
+    assert time.monotonic() - started < 10  # far from the 20 s it would wait if still pending
+    error = {
+        "code": "approval_expired",
+        "message": f"Approval pay-9:{CALL} for issue_refund expired.",
+        "approval_id": f"pay-9:{CALL}",
+        "tool_name": "issue_refund",
+        "decided_by": "",
+    }
+    assert (outcome.status, outcome.error) == ("failed", error)
+    assert client.get_run("pay-9").status == "failed"
+    approval = client.get_approval(f"pay-9:{CALL}")
+    assert approval.status == "expired"
+    assert approval.decided_at == approval.expires_at
+    with in_tenant(server.tenant):
+        actions = list(
+            AuditEvent.objects.filter(tenant=server.tenant, target_id=f"pay-9:{CALL}")
+            .order_by("seq")
+            .values_list("action", flat=True)
+        )
+        assert ApprovalStore(server.tenant, Actor.system("sweep")).expire_overdue() == 0
+    assert actions == ["approval.requested", "approval.expired"]
     assert refunds_made(refund_log) == []
 
 

@@ -420,3 +420,88 @@ def test_schema_documents_every_approval_status(client, db):
         "429",
         "503",
     }
+
+
+# --- expiry without a sweep ------------------------------------------------------------------
+def asked_an_hour_ago(tenant, approval_id: str, run_id: str, ttl_seconds: int = 60):
+    """An approval asked an hour ago that expired `ttl_seconds` later; no sweep has run."""
+    asked = timezone.now() - timedelta(hours=1)
+    return make_approval(
+        tenant,
+        run_id=run_id,
+        approval_id=approval_id,
+        expires_at=asked + timedelta(seconds=ttl_seconds),
+        clock=lambda: asked,
+    )
+
+
+def test_an_approval_past_expires_at_reads_expired_in_detail_list_and_filters(
+    api_a, api_b, tenant_a, tenant_b
+):
+    expired = asked_an_hour_ago(tenant_a, "late", "r1")
+    make_approval(tenant_a, run_id="r2", approval_id="live")
+    asked_an_hour_ago(tenant_b, "b-late", "r1")
+    before = audit_count(tenant_a, "approval.expired")
+
+    detail = api_a.get("/api/v1/approvals/late").json()
+    assert (detail["status"], detail["decided_at"], detail["decided_by"]) == (
+        "expired",
+        expired.expires_at.isoformat().replace("+00:00", "Z"),
+        None,
+    )
+    assert api_a.get("/api/v1/approvals/live").json()["status"] == "pending"
+
+    def listed(query: str) -> list[tuple[str, str]]:
+        page = api_a.get(f"/api/v1/approvals{query}").json()["results"]
+        return [(a["approval_id"], a["status"]) for a in page]
+
+    assert listed("?status=pending") == [("live", "pending")]
+    assert listed("?status=expired") == [("late", "expired")]
+    assert listed("") == [("live", "pending"), ("late", "expired")]
+    assert listed("?run_id=r1&status=expired") == [("late", "expired")]
+    # Another tenant's id is 404, past due or not; its rows are not listed.
+    assert error_of(api_b.get("/api/v1/approvals/late"))[:2] == (404, "not_found")
+    assert [
+        a["approval_id"] for a in api_b.get("/api/v1/approvals?status=expired").json()["results"]
+    ] == ["b-late"]
+    # Reading wrote nothing: the expiry is recorded by the sweep (or the next write).
+    assert reload_approval(tenant_a, "late")["status"] == "pending"
+    assert audit_count(tenant_a, "approval.expired") == before
+
+
+def test_long_poll_returns_expired_at_expires_at_without_a_sweep(api_a, tenant_a, monkeypatch):
+    # Re-reads 10 s apart: only a wait that ends at expires_at answers in time.
+    monkeypatch.setattr("approvals_app.api.POLL_FIRST_DELAY", 10.0)
+    monkeypatch.setattr("approvals_app.api.POLL_MAX_DELAY", 10.0)
+    make_approval(tenant_a, approval_id="apr-1", expires_at=timezone.now() + timedelta(seconds=1.5))
+    started = time.monotonic()
+    response = api_a.get("/api/v1/approvals/apr-1?wait=20")
+    elapsed = time.monotonic() - started
+    assert (response.status_code, response.json()["status"]) == (200, "expired")
+    assert 1.2 <= elapsed < 5
+    assert reload_approval(tenant_a, "apr-1")["status"] == "pending"  # no sweep ran
+
+
+def test_long_poll_on_an_approval_past_expires_at_returns_at_once(api_a, tenant_a):
+    asked_an_hour_ago(tenant_a, "late", "r1")
+    started = time.monotonic()
+    response = api_a.get("/api/v1/approvals/late?wait=30")
+    assert response.json()["status"] == "expired"
+    assert time.monotonic() - started < 5
+
+
+def test_late_decision_and_cancellation_are_409_and_the_expiry_is_recorded_once(
+    api_a, operator_api_a, tenant_a
+):
+    asked_an_hour_ago(tenant_a, "late", "r1")
+    asked_an_hour_ago(tenant_a, "late-2", "r2")
+    decided = post(operator_api_a, "/api/v1/approvals/late/decision", {"decision": "approve"})
+    assert error_of(decided)[:2] == (409, "approval_expired")
+    cancelled = post(api_a, "/api/v1/approvals/late-2/cancel", {"reason": "not needed"})
+    status, code, details = error_of(cancelled)
+    assert (status, code, details["status"]) == (409, "already_decided", "expired")
+    for approval_id, run_id in (("late", "r1"), ("late-2", "r2")):
+        assert reload_approval(tenant_a, approval_id)["status"] == "expired"
+        assert reload(tenant_a, run_id)["status"] == "suspended"
+    assert audit_count(tenant_a, "approval.expired") == 2
+    assert audit_count(tenant_a, "approval.cancelled") == 0

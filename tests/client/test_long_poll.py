@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 from stateroom_client import StateroomClient
 
@@ -28,3 +29,30 @@ def test_long_poll_returns_as_soon_as_the_approval_is_decided(server, client):
     decider.join()
     assert (decided.status, decided.decided_by) == ("approved", "token:ops")
     assert 0.9 <= elapsed < 5
+
+
+def test_wait_for_decision_returns_the_expiry_at_expires_at_without_a_sweep(server, client):
+    run = client.create_run(run_id="r-2")
+    run = client.transition_run("r-2", expected_version=run.version, status="running")
+    expires_at = datetime.now(UTC) + timedelta(seconds=1.5)
+    approval = client.request_approval(
+        "r-2",
+        expected_version=run.version,
+        tool_name="refund",
+        arguments={},
+        risk="low",
+        expires_at=expires_at,
+    )
+    started = time.monotonic()
+    expired = client.wait_for_decision(approval.approval_id, timeout=20)
+    elapsed = time.monotonic() - started
+    assert (expired.status, expired.is_pending, expired.decided_at) == (
+        "expired",
+        False,
+        expired.expires_at,
+    )
+    assert 1.0 <= elapsed < 10
+    assert [a.approval_id for a in client.iter_approvals(status="expired")] == [
+        approval.approval_id
+    ]
+    assert list(client.iter_approvals(status="pending")) == []

@@ -621,3 +621,70 @@ def test_the_decision_panel_offers_only_what_the_runtime_can_honour(operator_a, 
     )
     page = client.get(detail_url("a-2")).content.decode()
     assert 'data-decision="respond"' in page and "Ask finance for over 1000." in page
+
+
+# --- expiry without a sweep --------------------------------------------------------------
+def make_overdue(tenant, approval_id: str, run_id: str, session_id: str = "sess-1"):
+    """Asked an hour ago, expired a minute later; no sweep has run."""
+    asked = timezone.now() - timedelta(hours=1)
+    return make_pending(
+        tenant,
+        run_id=run_id,
+        session_id=session_id,
+        approval_id=approval_id,
+        risk="low",
+        asked_at=asked,
+        expires_at=asked + timedelta(minutes=1),
+    )
+
+
+def test_an_approval_past_expires_at_is_not_pending_in_the_inbox_or_its_counts(support_a, tenant_a):
+    make_overdue(tenant_a, "late", "r1")
+    make_pending(tenant_a, run_id="r2", approval_id="live")
+    client = login(support_a)
+    page = client.get(INBOX)
+    assert inbox_ids(page) == ["live"]
+    assert "<title>(1) Approvals · Acme</title>" in page.content.decode()
+    home = client.get("/t/acme/").content.decode()
+    assert 'data-testid="home-approvals">1</strong> pending approval</a>' in home
+    history = "/t/acme/approvals/history/"
+    assert re.findall(
+        r'data-testid="history-row" data-id="([^"]+)"',
+        client.get(history, {"tab": "expired"}).content.decode(),
+    ) == ["late"]
+    assert re.findall(
+        r'data-testid="history-row" data-id="([^"]+)"',
+        client.get(history, {"tab": "pending"}).content.decode(),
+    ) == ["live"]
+    assert reload(tenant_a, "late").status == "pending"  # reading recorded nothing
+
+
+def test_an_approval_past_expires_at_shows_expired_and_offers_no_decision(
+    operator_a, admin_b, tenant_a
+):
+    overdue = make_overdue(tenant_a, "late", "r1")
+    with in_tenant(tenant_a):
+        before = AuditEvent.objects.count()
+    client = login(operator_a)
+    page = client.get(detail_url("late")).content.decode()
+    assert 'data-testid="approval-status">expired</span>' in page
+    assert '<section class="card decided" data-testid="decided"><h2>Expired</h2>' in page
+    assert 'id="approve-form"' not in page and 'id="reject-form"' not in page
+    assert 'class="countdown"' not in page
+    assert overdue.expires_at.strftime("%Y-%m-%d %H:%M:%S") in page
+    inspector = client.get("/t/acme/runs/r1/").content.decode()
+    assert '<span class="badge s-expired">expired</span>' in inspector
+    with in_tenant(tenant_a):
+        assert AuditEvent.objects.count() == before
+    assert reload(tenant_a, "late").status == "pending"
+    # Another tenant's operator: 404, past due or not.
+    assert login(admin_b).get("/t/acme/approvals/late/").status_code == 404
+    # A decision posted anyway (a page opened before the expiry) is refused; it is recorded.
+    response = client.post(decide_url("late"), form_data(tenant_a, "late", decision="approve"))
+    assert messages_of(response) == [
+        "Not recorded: the approval expired before your decision; the run is suspended."
+    ]
+    assert (reload(tenant_a, "late").status, reload(tenant_a, "late").run.status) == (
+        "expired",
+        "suspended",
+    )

@@ -369,7 +369,8 @@ class AsyncStateroomClient:
     async def wait_for_decision(
         self, approval_id: str, *, timeout: float | None = None, poll: float = 30
     ) -> m.Approval:
-        """Long-poll until the approval is no longer pending, or `timeout` seconds pass."""
+        """Long-poll until the approval is no longer pending (decided, cancelled, or expired:
+        the server answers at its `expires_at`), or `timeout` seconds pass."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = poll if deadline is None else min(poll, deadline - time.monotonic())

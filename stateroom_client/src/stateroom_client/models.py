@@ -212,6 +212,9 @@ class Approval:
 
     @property
     def is_pending(self) -> bool:
+        """Still waiting for a person, as the server read it: from its `expires_at` on the
+        server says `expired` (whether or not its expiry sweep has run), so a pending
+        approval is one that can still be decided."""
         return self.status == "pending"
 
     @classmethod
