@@ -77,6 +77,50 @@ def test_two_expiry_sweeps_at_once_expire_each_approval_once(tenant_a, clock):
     assert {reload(tenant_a, f"run-{n}")["status"] for n in range(12)} == {"suspended"}
 
 
+def test_a_late_decision_racing_the_sweep_gets_one_outcome(tenant_a, operator_a, clock):
+    """Both find it past due: whichever locks it first records the expiry, once; the
+    decision is refused either way (approval_expired, or already_decided: expired)."""
+    for n in range(5):
+        make_approval(
+            tenant_a,
+            run_id=f"run-{n}",
+            approval_id=f"apr-{n}",
+            expires_at=clock.current + timedelta(seconds=30),
+            clock=clock,
+        )
+    clock.advance(31)
+
+    def race(i, barrier):
+        if i == 0:
+            store = approval_store(tenant_a, Actor.system("sweep"), clock=clock)
+            barrier.wait()
+            with in_tenant(tenant_a):
+                return sum(store.expire_overdue(limit=1) for _ in range(10))
+        store = approval_store(tenant_a, Actor.for_user(operator_a), clock=clock)
+        barrier.wait()
+        refusals = []
+        for n in reversed(range(5)):
+            # Caught inside the transaction, which then commits: as the API does with a
+            # refusal that keeps its changes (the expiry it recorded).
+            with in_tenant(tenant_a):
+                try:
+                    store.decide(approval_id=f"apr-{n}", decision="approve", reason="ok")
+                except Conflict as exc:
+                    refusals.append((exc.code, exc.details["status"]))
+        return refusals
+
+    swept, refusals = in_threads(2, race)
+    assert len(refusals) == 5
+    assert {status for _, status in refusals} == {"expired"}
+    assert {code for code, _ in refusals} <= {"approval_expired", "already_decided"}
+    late = sum(code == "approval_expired" for code, _ in refusals)
+    assert swept + late == 5  # each expiry recorded by exactly one of them
+    assert actions(tenant_a, "approval.expired") == ["approval.expired"] * 5
+    assert actions(tenant_a, "approval.approved") == []
+    assert {reload_approval(tenant_a, f"apr-{n}")["status"] for n in range(5)} == {"expired"}
+    assert {reload(tenant_a, f"run-{n}")["status"] for n in range(5)} == {"suspended"}
+
+
 def idle_in_transaction() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
