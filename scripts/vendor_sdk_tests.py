@@ -30,8 +30,18 @@ FILES = [
     "tests/memory/test_session.py",
     "tests/memory/test_session_limit.py",
     "tests/extensions/memory/test_sqlalchemy_session.py",
+    # The Runner's tests: only those that build an SQLiteSession are collected
+    # (tests/agents/sdk/conftest.py, RUNNER_FILES); the files come whole, unchanged.
+    "tests/test_agent_runner.py",
+    "tests/test_agent_runner_streamed.py",
+    "tests/test_soft_cancel.py",
+    # Helpers those import.
     "tests/test_responses.py",
     "tests/fake_model.py",  # the fake model of releases before agents.testing
+    "tests/model_test_helpers.py",
+    "tests/utils/factories.py",
+    "tests/utils/hitl.py",
+    "tests/utils/simple_session.py",
 ]
 
 

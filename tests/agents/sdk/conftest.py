@@ -12,12 +12,14 @@ Only the tree of the newest vendored release not newer than the installed SDK
 is collected (each release's tests use that release's helpers). Tests of the
 SQLite/SQLAlchemy machinery itself (connections, locks, engines, rows written
 behind the session's back) do not apply and are deselected; NOT_APPLICABLE
-gives each one's reason, and the README lists them.
+gives each one's reason, and the README lists them. Of the Runner's own test
+files (RUNNER_FILES) only the tests that build a session are collected.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import uuid
 from dataclasses import dataclass, field
@@ -119,9 +121,35 @@ NOT_APPLICABLE: dict[str, str] = {
 }
 
 
+# The Runner's own test files: only their tests that build a session are conformance
+# tests of a session (the others test the Runner, with no session, and are not collected).
+RUNNER_FILES = frozenset(
+    {"test_agent_runner.py", "test_agent_runner_streamed.py", "test_soft_cancel.py"}
+)
+BUILDS_A_SESSION = ("SQLiteSession(", "SQLAlchemySession(", "SQLAlchemySession.from_url(")
+
+
+def builds_no_session(item: pytest.Item) -> bool:
+    if Path(str(item.path)).name not in RUNNER_FILES:
+        return False
+    source = inspect.getsource(getattr(item, "function", None) or item.obj)
+    return not any(call in source for call in BUILDS_A_SESSION)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A marker the SDK's own pytest configuration declares; its Runner test files use it.
+    config.addinivalue_line(
+        "markers", "allow_call_model_methods: the SDK's marker for tests calling real models"
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     mine = [i for i in items if HERE in Path(str(i.path)).parents]
-    dropped = [i for i in mine if getattr(i, "originalname", i.name) in NOT_APPLICABLE]
+    dropped = [
+        i
+        for i in mine
+        if getattr(i, "originalname", i.name) in NOT_APPLICABLE or builds_no_session(i)
+    ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [i for i in items if i not in dropped]
