@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet, TextField, Value
 from django.db.models.functions import Coalesce, Concat
 from django.db.models.query import ModelIterable
@@ -355,7 +355,7 @@ class ApprovalStore(BaseStore):
         run's version after that move (`expected_version` + 1).
         """
         now = self.now()
-        with transaction.atomic():
+        with self.atomic():
             run = self.get_run(run_id)
             if run.content_fenced_at is not None:
                 raise ContentDeleted("run", run_id=run_id)
@@ -387,7 +387,7 @@ class ApprovalStore(BaseStore):
             )
             token_id = int(self.actor.id) if self.actor.kind == "token" else None
             try:
-                with transaction.atomic():
+                with self.atomic():
                     approval = ApprovalRequest.objects.create(
                         tenant=self.tenant,
                         approval_id=approval_id,
@@ -463,7 +463,7 @@ class ApprovalStore(BaseStore):
         """
         _check_decision(decision, approved_arguments, response)
         expired: Conflict | None = None
-        with transaction.atomic():
+        with self.atomic():
             run, approval = self._lock(approval_id)
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
@@ -515,7 +515,7 @@ class ApprovalStore(BaseStore):
         records (`keep_changes`), as a late decision does.
         """
         expired: Conflict | None = None
-        with transaction.atomic():
+        with self.atomic():
             run, approval = self._lock(approval_id)
             if (
                 self.actor.kind == "token"
@@ -553,7 +553,7 @@ class ApprovalStore(BaseStore):
         store's actor (the system, for the sweep); the requesting runtime's
         webhook hears of it.
         """
-        with transaction.atomic():
+        with self.atomic():
             run, approval = self._lock(approval_id)
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
@@ -576,7 +576,7 @@ class ApprovalStore(BaseStore):
         )
         expired = 0
         for approval_pk, run_pk in due:
-            with transaction.atomic():
+            with self.atomic():
                 run = (
                     Run.objects.select_for_update(skip_locked=True)
                     .filter(tenant=self.tenant, pk=run_pk)

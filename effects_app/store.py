@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 
 from approvals_app.models import ApprovalRequest
@@ -201,10 +201,11 @@ class EffectStore(BaseStore):
         node_id = _text("node_id", node_id, NODE_MAX, required=False)
         approval = None
         if approval_id is not None:
-            run = self.get_run(run_id)
-            approval = ApprovalRequest.objects.filter(
-                tenant=self.tenant, approval_id=approval_id
-            ).first()
+            with self.reading():
+                run = self.get_run(run_id)
+                approval = ApprovalRequest.objects.filter(
+                    tenant=self.tenant, approval_id=approval_id
+                ).first()
             if approval is None:
                 raise NotFound("No such approval.", details={"approval_id": approval_id})
             if approval.run_id != run.pk:
@@ -229,7 +230,7 @@ class EffectStore(BaseStore):
         # the unique index until that caller's transaction ends: committed, the
         # INSERT does nothing and its record is returned; rolled back, ours goes in.
         names, selects, params = insert_from(ExternalEffect, values, expressions={"run_id": "r.id"})
-        with hot_cursor() as cursor:
+        with hot_cursor(alone=True) as cursor:
             cursor.execute(
                 f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
                 " WHERE r.tenant_id = %s AND r.run_id = %s AND r.content_fenced_at IS NULL"
@@ -245,16 +246,17 @@ class EffectStore(BaseStore):
                 effect.approval = approval
             return effect, True
         # Unknown run: 404 whatever the key; a fenced run takes no effect, not even a replay.
-        if self.get_run(run_id).content_fenced_at is not None:
-            raise ContentDeleted("run", run_id=run_id)
-        with hot_cursor() as cursor:
-            cursor.execute(
-                f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
-                f" JOIN {_RUNS} r ON r.id = e.run_id"
-                " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
-                [self.tenant.pk, idempotency_key],
-            )
-            row = cursor.fetchone()
+        with self.reading():
+            if self.get_run(run_id).content_fenced_at is not None:
+                raise ContentDeleted("run", run_id=run_id)
+            with hot_cursor() as cursor:
+                cursor.execute(
+                    f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
+                    f" JOIN {_RUNS} r ON r.id = e.run_id"
+                    " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
+                    [self.tenant.pk, idempotency_key],
+                )
+                row = cursor.fetchone()
         # A key recorded by another run of this tenant (an earlier attempt at the
         # task) is returned.
         if row is None:  # pragma: no cover - the key was just seen taken
@@ -266,7 +268,7 @@ class EffectStore(BaseStore):
         ), False
 
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
-        with transaction.atomic():
+        with self.atomic():
             effect = self._lock(effect_id)
             self._refuse_fenced(effect)
             result = _json_object("result", result)
@@ -291,7 +293,7 @@ class EffectStore(BaseStore):
         return effect
 
     def fail(self, *, effect_id: str, error: dict) -> ExternalEffect:
-        with transaction.atomic():
+        with self.atomic():
             effect = self._lock(effect_id)
             self._refuse_fenced(effect)
             error = _json_object("error", error)
@@ -319,7 +321,7 @@ class EffectStore(BaseStore):
 
     def mark_unknown(self, *, effect_id: str, reason: str = "") -> ExternalEffect:
         """A started effect whose outcome was lost (the caller crashed mid-call)."""
-        with transaction.atomic():
+        with self.atomic():
             effect = self._lock(effect_id)
             if effect.status == EffectStatus.UNKNOWN:
                 return effect
@@ -340,7 +342,7 @@ class EffectStore(BaseStore):
 
     def settle(self, *, effect_id: str, outcome: str, reason: str) -> ExternalEffect:
         """A person states what really happened to an effect whose outcome is not known."""
-        with transaction.atomic():
+        with self.atomic():
             effect = self._lock(effect_id)
             if not self.actor.is_person:
                 raise Forbidden("Only a person settles an effect.", code="person_required")

@@ -29,14 +29,14 @@ approval in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection
 from django.db.models import F, Max, Q, QuerySet
 from django.db.models.expressions import CombinedExpression, Value
 
@@ -169,6 +169,32 @@ _PUBLIC_IDS = (
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What a refused compare-and-set read of the run, in the same statement."""
+
+    version: int
+    status: str
+    content_fenced_at: datetime | None
+    claimed_by: str
+    claim_until: datetime | None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN_STATUSES
+
+
+_SEEN_COLUMNS = '"version", "status", "content_fenced_at", "claimed_by", "claim_until"'
+_SEEN_SELECT = 'f."version", f."status", f."content_fenced_at", f."claimed_by", f."claim_until"'
+_SEEN_WIDTH = 5
+
+
+def _run_from(row: Sequence[Any]) -> Run:
+    run = model_from_row(Run, row[:_RUN_WIDTH])
+    run.session_public_id, run.task_public_id = row[_RUN_WIDTH:]
+    return run
+
+
+@dataclass(frozen=True)
 class Transition:
     """The RunTransition row an update writes: what changed, who (and which worker), when."""
 
@@ -188,7 +214,7 @@ class RunStateStore(BaseStore):
 
     def get(self, run_id: str) -> Run:
         """The run with its session and task (as `select_related` would): one prepared query."""
-        with hot_cursor() as cursor:
+        with hot_cursor(alone=True) as cursor:
             cursor.execute(_GET_RUN, [self.tenant.pk, run_id])
             row = cursor.fetchone()
         if row is None:
@@ -289,7 +315,7 @@ class RunStateStore(BaseStore):
                 "deadline_at lies in the past.",
                 details={"deadline_at": ["must lie in the future"]},
             )
-        with transaction.atomic():
+        with self.atomic():
             session = task = None
             if session_id:
                 session = Session.objects.filter(tenant=self.tenant, session_id=session_id).first()
@@ -307,7 +333,7 @@ class RunStateStore(BaseStore):
             if self._runs().filter(run_id=run_id).exists():
                 raise Conflict("A run with this id exists.", code="run_exists")
             try:
-                with transaction.atomic():
+                with self.atomic():
                     run = Run.objects.create(
                         tenant=self.tenant,
                         run_id=run_id,
@@ -361,7 +387,8 @@ class RunStateStore(BaseStore):
         if target in TERMINAL_RUN_STATUSES:
             values["pending_approval_id"] = ""  # a finished run waits on nothing
         if values.get("last_checkpoint_id"):
-            self._require_checkpoint(values["last_checkpoint_id"])
+            with self.reading():
+                self._require_checkpoint(values["last_checkpoint_id"])
         now = self.now()
         conditions: list[tuple[str, list[Any]]] = [
             ('"version" = %s', [expected_version]),
@@ -370,15 +397,14 @@ class RunStateStore(BaseStore):
         ]
         if worker:
             conditions.append(self._claim_condition(worker, now))
-        # No savepoint: the one statement either changes the run and records
-        # its transition, or matches nothing and writes nothing.
-        with transaction.atomic(savepoint=False):
-            run = self._update_returning(
-                where={"run_id": run_id},
-                sets={**values, "updated_at": now},
-                conditions=conditions,
-                transition=Transition(values, worker, now),
-            )
+        # One statement: it changes the run and records its transition, or
+        # writes nothing and reads why (no second query, no savepoint).
+        run, seen = self._update_explained(
+            run_id=run_id,
+            sets={**values, "updated_at": now},
+            conditions=conditions,
+            transition=Transition(values, worker, now),
+        )
         if run is None:
             raise self._why_refused(
                 run_id=run_id,
@@ -386,6 +412,8 @@ class RunStateStore(BaseStore):
                 target=target,
                 worker=worker,
                 now=now,
+                seen=seen,
+                explained=True,
             )
         return run
 
@@ -408,7 +436,7 @@ class RunStateStore(BaseStore):
             )
         now = self.now()
         claim_until = now + timedelta(seconds=lease_seconds)
-        with transaction.atomic():
+        with self.atomic():
             run = self._update_returning(
                 where={"run_id": run_id},
                 sets={"claimed_by": worker, "claim_until": claim_until, "updated_at": now},
@@ -503,7 +531,7 @@ class RunStateStore(BaseStore):
         conditions = [self._status_condition(allowed)]
         if expected_version is not None:
             conditions.append(('"version" = %s', [expected_version]))
-        with transaction.atomic():
+        with self.atomic():
             run = self._update_returning(
                 where={"run_id": run_id},
                 sets=sets,
@@ -578,7 +606,7 @@ class RunStateStore(BaseStore):
         """
         now = self.now()
         failed: list[Run] = []
-        with transaction.atomic():
+        with self.atomic():
             overdue = list(
                 self._runs()
                 .select_for_update(skip_locked=True)
@@ -628,7 +656,7 @@ class RunStateStore(BaseStore):
         """
         rows = self._clean_events(events)
         now = self.now()
-        with transaction.atomic():
+        with self.atomic():
             run = self._update_returning(
                 where={"run_id": run_id},
                 sets={},
@@ -667,7 +695,7 @@ class RunStateStore(BaseStore):
         if not node_id or len(node_id) > 200:
             raise Unprocessable("node_id is required.", details={"node_id": ["1-200 chars"]})
         now = self.now()
-        with transaction.atomic():
+        with self.atomic():
             run = self._lock(run_id)
             if run.content_fenced_at is not None:
                 raise ContentDeleted("run", run_id=run_id)
@@ -702,7 +730,7 @@ class RunStateStore(BaseStore):
             )
         if error is not None and not isinstance(error, dict):
             raise Unprocessable("error must be an object.", details={"error": ["an object"]})
-        with transaction.atomic():
+        with self.atomic():
             run = self._lock(run_id)
             if run.content_fenced_at is not None:
                 raise ContentDeleted("run", run_id=run_id)
@@ -906,24 +934,17 @@ class RunStateStore(BaseStore):
             [worker, self._db_value("claim_until", now)],
         )
 
-    def _update_returning(
+    def _update_sql(
         self,
         *,
         where: dict[str, Any],
         sets: dict[str, Any],
         conditions: list[tuple[str, list[Any]]],
-        increments: dict[str, int] | None = None,
-        bump_version: bool = True,
-        transition: Transition | None = None,
-    ) -> Run | None:
-        """One conditional `UPDATE … RETURNING` of this tenant's run; None if no row matched.
-
-        PostgreSQL evaluates every right-hand side on the old row, so
-        `previous_status = status` keeps the status it replaces. With a
-        `transition`, the RunTransition row of the change is inserted from the
-        UPDATE's RETURNING row in the same statement: one round trip for a
-        compare-and-set.
-        """
+        increments: dict[str, int] | None,
+        bump_version: bool,
+        transition: Transition | None,
+    ) -> tuple[str, list[Any]]:
+        """The CTEs `r` (the conditional UPDATE … RETURNING) and `t` (its transition row)."""
         qn = connection.ops.quote_name
         assignments: list[str] = []
         params: list[Any] = []
@@ -944,31 +965,96 @@ class RunStateStore(BaseStore):
             clauses.append(sql)
             params.extend(values)
         sql = (
-            f"UPDATE {_RUNS} SET {', '.join(assignments)} "
-            f"WHERE {' AND '.join(clauses)} RETURNING {_RUN_COLUMNS}"
+            f"r AS (UPDATE {_RUNS} SET {', '.join(assignments)} "
+            f"WHERE {' AND '.join(clauses)} RETURNING {_RUN_COLUMNS})"
         )
         if transition is not None:
-            sql = (
-                f"WITH r AS ({sql}), t AS (INSERT INTO {_TRANSITIONS} (tenant_id, run_id, version,"
+            sql += (
+                f", t AS (INSERT INTO {_TRANSITIONS} (tenant_id, run_id, version,"
                 " from_status, to_status, changes, actor_label, created_at)"
                 " SELECT r.tenant_id, r.id, r.version, r.previous_status, r.status, %s::jsonb, %s, %s"
-                f" FROM r) SELECT {_RUN_COLUMNS}, {_PUBLIC_IDS} FROM r"
+                " FROM r)"
             )
             params += [
                 json.dumps(transition.changes, cls=DjangoJSONEncoder),
                 self._transition_label(transition.worker),
                 transition.now,
             ]
-        else:
-            sql = f"WITH r AS ({sql}) SELECT {_RUN_COLUMNS}, {_PUBLIC_IDS} FROM r"
+        return sql, params
+
+    def _update_returning(
+        self,
+        *,
+        where: dict[str, Any],
+        sets: dict[str, Any],
+        conditions: list[tuple[str, list[Any]]],
+        increments: dict[str, int] | None = None,
+        bump_version: bool = True,
+        transition: Transition | None = None,
+    ) -> Run | None:
+        """One conditional `UPDATE … RETURNING` of this tenant's run; None if no row matched.
+
+        PostgreSQL evaluates every right-hand side on the old row, so
+        `previous_status = status` keeps the status it replaces. With a
+        `transition`, the RunTransition row of the change is inserted from the
+        UPDATE's RETURNING row in the same statement: one round trip for a
+        compare-and-set.
+        """
+        ctes, params = self._update_sql(
+            where=where,
+            sets=sets,
+            conditions=conditions,
+            increments=increments,
+            bump_version=bump_version,
+            transition=transition,
+        )
         with hot_cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(f"WITH {ctes} SELECT {_RUN_COLUMNS}, {_PUBLIC_IDS} FROM r", params)
             row = cursor.fetchone()
         if row is None:
             return None
-        run = model_from_row(Run, row[:_RUN_WIDTH])
-        run.session_public_id, run.task_public_id = row[_RUN_WIDTH:]
-        return run
+        return _run_from(row)
+
+    def _update_explained(
+        self,
+        *,
+        run_id: str,
+        sets: dict[str, Any],
+        conditions: list[tuple[str, list[Any]]],
+        transition: Transition,
+    ) -> tuple[Run | None, Seen | None]:
+        """`_update_returning` of one run that also says why it matched nothing: one statement.
+
+        `f` locks the run's row and reads what the refusal needs (version,
+        status, fence, claim). Under READ COMMITTED the lock waits for a
+        concurrent writer and re-reads the newest row, which the UPDATE `r`
+        then judges too (it holds the lock), so the two agree. `(run, None)`
+        when it changed; `(None, seen)` when it did not; `(None, None)` for no
+        such run. Outside a transaction the whole of it, refusal included, is
+        one round trip (`hot_cursor(alone=True)`).
+        """
+        ctes, params = self._update_sql(
+            where={"run_id": run_id},
+            sets=sets,
+            conditions=conditions,
+            increments=None,
+            bump_version=True,
+            transition=transition,
+        )
+        sql = (
+            f"WITH f AS (SELECT {_SEEN_COLUMNS} FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s"
+            f" FOR UPDATE), {ctes} SELECT {_SEEN_SELECT}, r.*, {_PUBLIC_IDS}"
+            " FROM f LEFT JOIN r ON true"
+        )
+        with hot_cursor(alone=True) as cursor:
+            cursor.execute(sql, [self.tenant.pk, run_id, *params])
+            row = cursor.fetchone()
+        if row is None:
+            return None, None
+        seen, found = Seen(*row[:_SEEN_WIDTH]), row[_SEEN_WIDTH:]
+        if found[0] is None:
+            return None, seen
+        return _run_from(found), None
 
     def _why_refused(
         self,
@@ -978,14 +1064,18 @@ class RunStateStore(BaseStore):
         target: str | None,
         worker: str | None,
         now: datetime,
+        seen: Seen | None = None,
+        explained: bool = False,
     ) -> Exception:
         """The error for a conditional update that matched nothing.
 
         Versions only grow and every change of status or claim bumps the
         version, so a row still at `expected_version` is the row the update
-        saw; with the same `now`, exactly one reason below applies.
+        saw; with the same `now`, exactly one reason below applies. `explained`:
+        `seen` is the row as the refused statement read it (`_update_explained`;
+        None: no such run), so no query is needed.
         """
-        run = self._runs().filter(run_id=run_id).first()
+        run: Run | Seen | None = seen if explained else self._runs().filter(run_id=run_id).first()
         if run is None:
             return NotFound("No such run.", details={"run_id": run_id})
         if run.content_fenced_at is not None:
@@ -1030,7 +1120,7 @@ class RunStateStore(BaseStore):
         )
 
     @staticmethod
-    def _terminal(run: Run, target: str) -> Conflict:
+    def _terminal(run: Run | Seen, target: str) -> Conflict:
         return Conflict(
             f"The run has finished ({run.status}); it cannot change.",
             code="invalid_transition",

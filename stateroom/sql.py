@@ -13,38 +13,71 @@ its result shape. They bypass the
 django-scopes manager, so each filters on `tenant_id` itself, as every store
 query does; PostgreSQL's row-level security applies beneath them as it does
 beneath the ORM (the tenant transaction's `app.tenant_id`).
+
+**One round trip per hot operation.** Inside a tenant transaction (a
+request's, a job's `in_tenant(tenant)`) a hot statement is one more
+statement of that transaction. Outside any transaction (`in_tenant(tenant,
+atomic=False)`: the runtime API's hot endpoints, workers that opt in) a hot
+statement (`hot_cursor(alone=True)`) travels as ONE simple-protocol
+message:
+
+    [PREPARE sr_7(int8, unknown, …) AS <statement>;]   -- first use on this connection
+    SELECT set_config('app.tenant_id', '42', true);
+    EXECUTE sr_7(42, 'ses-…', …)
+
+PostgreSQL runs the statements of one simple-query message in one implicit
+transaction: the tenant setting is transaction-local (`true`), so the policy
+sees this operation's tenant and no other, the statement commits with it, and
+nothing outlives the message — also behind a pooler in transaction mode,
+which hands the whole message to one server connection (set
+`DB_PREPARE_THRESHOLD=0` there: the statement is then sent itself, without
+PREPARE, as such poolers cannot keep SQL-level prepared statements). The
+values are rendered as typed literals by psycopg (`ClientCursor`'s quoting);
+the statement is prepared with the parameter types psycopg's server-side
+binding would send, so it means exactly what `hot_cursor()` inside a
+transaction means.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import JSONField, Model
 from django_scopes import get_scope
 from django_scopes.exceptions import ScopeError
 
 __all__ = [
+    "TENANT_SETTING",
     "columns",
+    "current_tenant",
     "db_value",
     "hot_cursor",
     "insert_from",
     "known",
     "model_from_row",
+    "scope_tenant",
+    "scope_tenant_block",
+    "tenant_block",
 ]
+
+# The PostgreSQL setting the row-level security policies read (tenancy_app.rls).
+TENANT_SETTING = "app.tenant_id"
+_TENANT_ATTR = "_stateroom_tenant_stack"
 
 M = TypeVar("M", bound=Model)
 
 
 @contextmanager
 def hot_cursor(
-    using: str = DEFAULT_DB_ALIAS, *, tenant_owned: bool = True
-) -> Iterator[CursorWrapper]:
+    using: str = DEFAULT_DB_ALIAS, *, tenant_owned: bool = True, alone: bool = False
+) -> Iterator[Any]:
     """The hot-path cursor; for tenant-owned tables only inside a tenant scope.
 
     Like django-scopes' manager, it raises ScopeError outside `in_tenant` (or
@@ -52,18 +85,243 @@ def hot_cursor(
     answer such a statement with nothing. `tenant_owned=False` is for the
     statements that come before a tenant is known (token lookup, the tenant
     setting itself).
+
+    `alone=True`: ONE statement that is complete on its own. Inside a tenant
+    transaction it is one statement of it; outside any transaction the
+    scope's tenant setting and the statement go as one message (module
+    docstring); inside a transaction of no tenant, in a `tenant_block` of the
+    scope's tenant. The tenant is always the scope's (the request's, the
+    job's), never the caller's idea of it: a store built for another tenant
+    still meets the policy of this one.
     """
     if tenant_owned:
         _require_tenant_scope()
     connection = connections[using]
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
+    if alone and current_tenant(using) is None:
+        tenant = scope_tenant()
+        if tenant is not None:
+            if not connection.in_atomic_block:
+                _ready(connection)
+                yield _TenantMessage(connection, tenant)
+                return
+            with tenant_block(tenant, using), hot_cursor(using, tenant_owned=tenant_owned) as cur:
+                yield cur
+            return
+    _ready(connection)
     raw = _raw_cursor(connection)
     if connection.queries_logged:
         yield _LoggedHotCursor(raw, connection)
     else:
         yield connection.make_cursor(raw)
+
+
+def scope_tenant() -> int | None:
+    """The pk of the tenant of the current django-scopes scope, if any."""
+    tenant = get_scope().get("tenant")
+    return getattr(tenant, "pk", tenant)
+
+
+@contextmanager
+def scope_tenant_block(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Nothing inside a tenant transaction; else a `tenant_block` of the scope's tenant."""
+    tenant = scope_tenant()
+    if current_tenant(using) is not None or tenant is None:
+        yield
+    else:
+        with tenant_block(tenant, using):
+            yield
+
+
+def _ready(connection: Any) -> None:
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+
+
+def current_tenant(using: str = DEFAULT_DB_ALIAS) -> int | None:
+    """The tenant whose `tenant_block` the connection is in now, or None."""
+    connection = connections[using]
+    stack = getattr(connection, _TENANT_ATTR, None)
+    if not stack or not connection.in_atomic_block:
+        return None
+    return stack[-1]
+
+
+@contextmanager
+def tenant_block(tenant_id: int, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """A transaction (or savepoint) in which RLS sees only `tenant_id`'s rows.
+
+    The setting is transaction-local (`set_config(..., true)`), so it cannot
+    leak to the next user of a pooled connection. When nested inside another
+    tenant's block, the outer tenant is restored on exit; nested inside the
+    same tenant's block it is a plain savepoint.
+    """
+    connection = transaction.get_connection(using)
+    nested = connection.in_atomic_block
+    outer = current_tenant(using)
+    stack = getattr(connection, _TENANT_ATTR, None)
+    if stack is None or not nested:
+        stack = []
+        setattr(connection, _TENANT_ATTR, stack)
+    with transaction.atomic(using=using):
+        if outer != tenant_id:
+            with hot_cursor(using, tenant_owned=False) as cursor:
+                cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)])
+        stack.append(tenant_id)
+        try:
+            yield
+        finally:
+            stack.pop()
+        # After a failure marked for rollback (an API error), the savepoint's
+        # rollback restores the setting itself; no query may run before it.
+        if nested and outer != tenant_id and not connection.needs_rollback:
+            with hot_cursor(using, tenant_owned=False) as cursor:
+                cursor.execute(
+                    "SELECT set_config(%s, %s, true)",
+                    [TENANT_SETTING, "" if outer is None else str(outer)],
+                )
+
+
+_PLACEHOLDER = re.compile(r"%%|%s")
+
+
+class _TenantMessage:
+    """A cursor for one tenant statement outside a transaction: one message, one round trip.
+
+    `execute(sql, params)` sends `[PREPARE …;] SELECT set_config(…); EXECUTE …`
+    (module docstring) and leaves the statement's own result to fetch.
+    """
+
+    def __init__(self, connection: Any, tenant_id: int) -> None:
+        self.db = connection
+        self.tenant_id = int(tenant_id)
+        self.cursor: Any = None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        from psycopg import errors
+
+        state = _message_state(self.db)
+        try:
+            self._send(state, sql, params)
+        except DatabaseError as exc:
+            # The server lost the statement (DISCARD, a pooler) or its plan went
+            # stale (a migration changed a table): prepare it again, once.
+            lost = (errors.InvalidSqlStatementName, errors.FeatureNotSupported)
+            if not state.prepare or not isinstance(exc.__cause__, lost):
+                raise
+            state.prepared.clear()
+            self._send(state, sql, params)
+
+    def _send(self, state: _MessageState, sql: str, params: Sequence[Any]) -> None:
+        setting = f"SELECT set_config('{TENANT_SETTING}', '{self.tenant_id}', true)"
+        literals, types = state.literals(params)
+        if state.prepare:
+            key = (sql, types)
+            name = state.prepared.get(key)
+            head = ""
+            if name is None:
+                state.count += 1
+                name = f"sr_hot_{state.count}"
+                declared = ", ".join(_type_name(oid) for oid in types)
+                head = f"PREPARE {name}({declared}) AS {_numbered(sql)}; "
+            message = f"{head}{setting}; EXECUTE {name}({', '.join(literals)})"
+        else:
+            key = None
+            name = ""
+            message = f"{setting}; {_inlined(sql, literals)}"
+        cursor = state.cursor
+        if self.db.queries_logged:
+            wrapper = CursorDebugWrapper(cursor, self.db)
+            with wrapper.debug_sql(message):
+                self._run(cursor, message)
+        else:
+            self._run(cursor, message)
+        if key is not None:
+            state.prepared[key] = name
+        self.cursor = cursor
+
+    def _run(self, cursor: Any, message: str) -> None:
+        with self.db.wrap_database_errors:
+            cursor.execute(message, prepare=False)
+            while cursor.nextset():
+                pass
+
+    def fetchone(self) -> Any:
+        return self.cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self.cursor.fetchall()
+
+    @property
+    def rowcount(self) -> int:
+        return self.cursor.rowcount
+
+
+class _MessageState:
+    """Per connection: the ClientCursor, the statements prepared on it, the literal renderer."""
+
+    def __init__(self, connection: Any) -> None:
+        from psycopg import ClientCursor
+        from psycopg.adapt import Transformer
+        from psycopg.types.datetime import TimestamptzLoader
+
+        self.raw = connection.connection
+        self.cursor = ClientCursor(self.raw)
+        self.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
+        self.transformer = Transformer(self.cursor)
+        options = connection.settings_dict.get("OPTIONS", {})
+        self.prepare = options.get("prepare_threshold", 5) is not None
+        self.prepared: dict[tuple[str, tuple[int, ...]], str] = {}
+        self.count = 0
+
+    def literals(self, params: Sequence[Any]) -> tuple[list[str], tuple[int, ...]]:
+        from psycopg.adapt import PyFormat
+
+        tx = self.transformer
+        tx.dump_sequence(params, [PyFormat.AUTO] * len(params))
+        types = tuple(tx.types or ())
+        return [tx.as_literal(value).decode() for value in params], types
+
+
+def _message_state(connection: Any) -> _MessageState:
+    state = getattr(connection, "_stateroom_message_state", None)
+    if state is None or state.raw is not connection.connection or state.cursor.closed:
+        with connection.wrap_database_errors:
+            state = _MessageState(connection)
+        connection._stateroom_message_state = state
+    return state
+
+
+def _numbered(sql: str) -> str:
+    """`%s` placeholders as `$1, $2, …` (and `%%` as `%`), for PREPARE."""
+    count = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group() == "%%":
+            return "%"
+        count += 1
+        return f"${count}"
+
+    return _PLACEHOLDER.sub(number, sql)
+
+
+def _inlined(sql: str, literals: list[str]) -> str:
+    values = iter(literals)
+    return _PLACEHOLDER.sub(lambda m: "%" if m.group() == "%%" else next(values), sql)
+
+
+@cache
+def _type_name(oid: int) -> str:
+    """The name to declare a parameter with, as psycopg's server-side binding types it."""
+    from psycopg import postgres
+
+    if oid == 0:
+        return "unknown"
+    info = postgres.types.get(oid)
+    if info is None:  # pragma: no cover - only built-in types are bound on the hot path
+        return "unknown"
+    return f"{info.name}[]" if info.array_oid == oid else info.name
 
 
 def _require_tenant_scope() -> None:

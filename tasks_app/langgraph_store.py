@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Exists, F, Func, OuterRef, Subquery
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
@@ -427,7 +426,7 @@ class GraphThreadStore(BaseStore):
         The target is an existing task (404 `target_not_found` otherwise);
         rows it already has are kept. Returns the rows copied per table.
         """
-        with transaction.atomic():
+        with self.atomic():
             source = self.thread(thread_id)
             target = Task.objects.filter(tenant=self.tenant, task_id=target_thread_id).first()
             if target is None:
@@ -479,7 +478,7 @@ class GraphThreadStore(BaseStore):
         Refused (409 `legal_hold`) while the tenant or a session the thread's
         runs served is on legal hold. Audited with the counts.
         """
-        with transaction.atomic():
+        with self.atomic():
             task = self.thread(thread_id)
             self._refuse_if_held([task])
             writes, _ = GraphWrite.objects.filter(tenant=self.tenant, task=task).delete()
@@ -500,7 +499,7 @@ class GraphThreadStore(BaseStore):
         totals = {"checkpoints": 0, "writes": 0, "blobs": 0}
         if not run_ids:
             return totals
-        with transaction.atomic():
+        with self.atomic():
             checkpoints = GraphCheckpoint.objects.filter(tenant=self.tenant, run_id__in=run_ids)
             tasks = list(
                 Task.objects.filter(tenant=self.tenant, pk__in=checkpoints.values("task_id"))
@@ -523,7 +522,7 @@ class GraphThreadStore(BaseStore):
             raise _invalid("strategy", f"must be one of {', '.join(STRATEGIES)}")
         if strategy == "delete":
             return self.delete_thread(thread_id=thread_id)
-        with transaction.atomic():
+        with self.atomic():
             task = self.thread(thread_id)
             self._refuse_if_held([task])
             checkpoints = GraphCheckpoint.objects.filter(tenant=self.tenant, task=task)

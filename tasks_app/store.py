@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError
 from django.db.models import Q, QuerySet
 
 from approvals_app.models import ApprovalRequest
@@ -181,7 +181,7 @@ class TaskStateStore(BaseStore):
 
     def latest_checkpoint(self, task_id: str) -> TaskCheckpoint:
         """The checkpoint a resuming process starts from: one statement on (task, seq)."""
-        with hot_cursor() as cursor:
+        with hot_cursor(alone=True) as cursor:
             cursor.execute(
                 f"SELECT {_CHECKPOINT_COLUMNS} FROM {_CHECKPOINTS} WHERE tenant_id = %s"
                 f" AND task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s)"
@@ -190,7 +190,8 @@ class TaskStateStore(BaseStore):
             )
             row = cursor.fetchone()
         if row is None:
-            self.load(task_id)  # 404 for an unknown task
+            with self.reading():
+                self.load(task_id)  # 404 for an unknown task
             raise NotFound("This task has no checkpoint yet.", details={"task_id": task_id})
         checkpoint = model_from_row(TaskCheckpoint, row)
         checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
@@ -229,7 +230,7 @@ class TaskStateStore(BaseStore):
             updated_at=now,
         )
         try:
-            with transaction.atomic():
+            with self.atomic():
                 task.save(force_insert=True)
         except IntegrityError as exc:
             raise Conflict(
@@ -241,7 +242,7 @@ class TaskStateStore(BaseStore):
 
     def save(self, *, task_id: str, expected_version: int, **fields: Any) -> Task:
         """Write state fields if the task is still at `expected_version`; version += 1."""
-        with transaction.atomic():
+        with self.atomic():
             task = self.load(task_id)
             changes = self._validate_fields(fields)
             self._require_ids(changes)
@@ -324,7 +325,7 @@ class TaskStateStore(BaseStore):
             task_id,
             *_TERMINAL,
         ]
-        with hot_cursor() as cursor:
+        with hot_cursor(alone=True) as cursor:
             cursor.execute(
                 f"WITH t AS ({claim}), c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id,"
                 " checkpoint_id, seq, schema_version, node_id, state, size_bytes, created_at)"
@@ -346,7 +347,8 @@ class TaskStateStore(BaseStore):
             checkpoint.task_id, checkpoint.seq, checkpoint.pk = row
             checkpoint._state.adding, checkpoint._state.db = False, DEFAULT_DB_ALIAS
         if row is None:
-            task = self.load(task_id)  # 404 for an unknown task
+            with self.reading():
+                task = self.load(task_id)  # 404 for an unknown task
             if task.content_fenced_at is not None:
                 raise ContentDeleted("task", task_id=task_id)
             raise Conflict(

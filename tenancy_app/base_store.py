@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.sql import current_tenant, scope_tenant, tenant_block
 
 from .models import Tenant
 
@@ -27,6 +30,28 @@ class BaseStore:
         self.tenant = tenant
         self.actor = actor
         self.now = clock
+
+    def atomic(self, *, savepoint: bool = True):
+        """A transaction carrying the tenant's RLS setting: the caller's, or a new one.
+
+        Inside a tenant transaction (`in_tenant(tenant)`, a request) it is
+        `transaction.atomic`; outside one (`in_tenant(tenant, atomic=False)`)
+        it opens a `tenant_block` of the scope's tenant (the request's, the
+        job's: never the store's own idea of it, so RLS still checks the store).
+        """
+        if current_tenant() is not None:
+            return transaction.atomic(savepoint=savepoint)
+        return tenant_block(scope_tenant() or self.tenant.pk)
+
+    def reading(self):
+        """For reads: nothing inside a tenant transaction, else a `tenant_block`.
+
+        Unlike `atomic(savepoint=False)`, an error raised inside (a 404) does not
+        doom the caller's transaction.
+        """
+        if current_tenant() is not None:
+            return contextlib.nullcontext()
+        return tenant_block(scope_tenant() or self.tenant.pk)
 
     def audit(
         self,

@@ -8,7 +8,8 @@ subjects to the policy too; the app role owns no table.
 
 from django.db import migrations
 
-TENANT_SETTING = "app.tenant_id"
+from stateroom.sql import TENANT_SETTING
+
 _TENANT_EXPR = f"NULLIF(current_setting('{TENANT_SETTING}', true), '')::bigint"
 
 

@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 from django_scopes import scope, scopes_disabled
+from django_scopes.exceptions import ScopeError
 
-from stateroom.sql import hot_cursor
+from stateroom.sql import tenant_block
 
 from .models import Tenant
-from .rls import TENANT_SETTING
 
 __all__ = ["in_tenant", "read_in_chunks", "scopes_disabled", "tenant_transaction"]
 
@@ -29,33 +29,41 @@ def tenant_transaction(tenant_id: int, using: str = "default") -> Iterator[None]
 
     The setting is transaction-local (`set_config(..., true)`), so it cannot
     leak to the next user of a pooled connection. When nested inside another
-    tenant's transaction, the outer tenant is restored on exit.
+    tenant's transaction, the outer tenant is restored on exit
+    (`stateroom.sql.tenant_block`).
     """
-    connection = transaction.get_connection(using)
-    nested = connection.in_atomic_block
-    with transaction.atomic(using=using):
-        with hot_cursor(using, tenant_owned=False) as cursor:
-            previous = None
-            if nested:
-                cursor.execute("SELECT current_setting(%s, true)", [TENANT_SETTING])
-                previous = cursor.fetchone()[0]
-            cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)])
+    with tenant_block(tenant_id, using):
         yield
-        # After a failure marked for rollback (an API error), the savepoint's
-        # rollback restores the setting itself; no query may run before it.
-        if nested and previous != str(tenant_id) and not connection.needs_rollback:
-            with hot_cursor(using, tenant_owned=False) as cursor:
-                cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, previous or ""])
 
 
 @contextmanager
 def in_tenant(tenant: Tenant, *, atomic: bool = True) -> Iterator[None]:
+    """The tenant's scope, and (`atomic=True`) one transaction carrying its RLS setting.
+
+    With `atomic=False` no transaction is opened: each store call opens its
+    own (`BaseStore.atomic`), and a hot operation is one message, one round
+    trip (`stateroom.sql.hot_cursor(tenant=…)`).
+    """
     with scope(tenant=tenant):
         if atomic:
             with tenant_transaction(tenant.pk):
                 yield
         else:
-            yield
+            connection = connections[DEFAULT_DB_ALIAS]
+            with connection.execute_wrapper(_refuse_outside_a_transaction):
+                yield
+
+
+def _refuse_outside_a_transaction(execute, sql, params, many, context):
+    """Under `in_tenant(atomic=False)`, a query outside a transaction would run with no
+    tenant setting (RLS would answer it with nothing): refuse it loudly instead. Store
+    methods open their own tenant block (`BaseStore.atomic`/`reading`) or send one message."""
+    if not context["connection"].in_atomic_block:
+        raise ScopeError(
+            "A query ran outside a transaction under in_tenant(atomic=False);"
+            " use a store method, or in_tenant(tenant)."
+        )
+    return execute(sql, params, many, context)
 
 
 def read_in_chunks(

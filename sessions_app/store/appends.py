@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
-
 from runs_app.models import Run
 from stateroom.canonical import digest as canonical_digest
 from stateroom.errors import Conflict, NotFound, StateroomError, Unprocessable
@@ -44,12 +42,10 @@ class SessionAppends(SessionStoreBase):
     ) -> AppendResult:
         """Append conversation items with gap-free, commit-ordered `seq`s.
 
-        Hot path: one statement (`_append_in_one_statement`) claims the seqs
-        with a conditional `UPDATE … SET last_seq = last_seq + n … RETURNING`
-        (its row lock serializes appenders of the session until commit, so
-        seqs are handed out in commit order and a rolled-back append returns
-        its seqs), records the idempotency key and inserts the items. When it
-        matches nothing, `_refuse_append` says why, or replays a known key.
+        Hot path: one statement (`_append_in_one_statement`) locks the
+        session, records the idempotency key, claims the seqs and inserts the
+        items; outside a transaction it is one round trip. When it writes
+        nothing, `_refuse_append` says why, or replays a known key.
         """
         rows = validated_items(items)
         errors: dict[str, list[str]] = {}
@@ -79,24 +75,17 @@ class SessionAppends(SessionStoreBase):
     def _claim_sql(
         self, session_id: str, count: int, run_id: str, now: datetime
     ) -> tuple[str, list[Any]]:
-        """The conditional UPDATE that claims `count` seqs of a writable session.
+        """The SELECT … FOR UPDATE that locks a writable session and reads its last seq.
 
-        An append is activity: it renews the lease for the session's length.
-
-        Raw SQL for `RETURNING`; RLS still applies on PostgreSQL, and the
-        tenant is filtered explicitly as everywhere else.
+        Raw SQL so the claim, the key and the items are one statement; RLS
+        still applies, and the tenant is filtered explicitly as everywhere else.
         """
         sql = (
-            f"UPDATE {_SESSIONS} SET last_seq = last_seq + %s, last_active_at = %s, status = %s,"
-            " lease_until = %s + lease_seconds * interval '1 second'"
+            f"SELECT id, last_seq FROM {_SESSIONS}"
             f" WHERE tenant_id = %s AND session_id = %s AND status IN (%s, %s)"
             f" AND lease_until >= %s AND content_fenced_at IS NULL"
         )
         params: list[Any] = [
-            count,
-            now,
-            SessionStatus.ACTIVE.value,
-            now,
             self.tenant.pk,
             session_id,
             *(s.value for s in LIVE_STATUSES),
@@ -111,7 +100,7 @@ class SessionAppends(SessionStoreBase):
                 f" AND r.session_id = {_SESSIONS}.id))"
             )
             params += [self.tenant.pk, run_id, self.tenant.pk, run_id]
-        return sql, params
+        return sql + " FOR UPDATE", params
 
     def _append_in_one_statement(
         self,
@@ -122,38 +111,43 @@ class SessionAppends(SessionStoreBase):
         digest: str,
         now: datetime,
     ) -> AppendResult | None:
-        """PostgreSQL: claim the seqs, record the key and insert the items in one statement.
+        """Lock the session, record the key, claim the seqs and insert the items: one statement.
 
-        The claim is `_claim_sql`'s conditional UPDATE, which also refuses a
-        key this session already recorded; the key and the items are inserted
-        from its RETURNING row in the same statement. None when the session is
-        not writable or the key is known (the caller finds out which).
+        `c` locks a writable session's row (`_claim_sql`) and reads its
+        `last_seq` (under READ COMMITTED, the newest committed one: the lock
+        waits for a concurrent appender and re-reads the row). `k` records the
+        idempotency key with the seqs it claims (`ON CONFLICT DO NOTHING`: a
+        key already taken, even by a request that committed while this one
+        waited, inserts nothing). Only a recorded key moves the session's
+        `last_seq` (`s`, which also renews the lease: an append is activity)
+        and inserts the items (`i`). So the statement is complete on its own:
+        it commits alone (one round trip outside a transaction) and a refused
+        key leaves no gap. None when nothing was written; the caller finds out
+        why, or replays the key.
 
-        Two requests racing with one new key: the second waits on the session
-        row, and its key INSERT then meets the first's committed key. Its claim
-        is undone in the same transaction (it still holds the row lock, so no
-        other append came in between) and the first's seqs are replayed.
+        The row lock serializes appenders of the session until commit, so seqs
+        are handed out in commit order and a rolled-back append returns them.
         """
         count = len(rows)
-        sql, params = self._claim_sql(session_id, count, run_id, now)
+        claim, params = self._claim_sql(session_id, count, run_id, now)
         if idempotency_key is not None:
-            sql += (
-                f" AND NOT EXISTS (SELECT 1 FROM {_APPENDS} k WHERE k.tenant_id = %s"
-                f" AND k.session_id = {_SESSIONS}.id AND k.idempotency_key = %s)"
-            )
-            params += [self.tenant.pk, idempotency_key]
             recorded = (
                 f"INSERT INTO {_APPENDS} (tenant_id, session_id, idempotency_key, request_digest,"
                 " first_seq, last_seq, created_at)"
-                " SELECT %s, s.id, %s, %s, s.last_seq - %s + 1, s.last_seq, %s FROM s"
-                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id"
+                " SELECT %s, c.id, %s, %s, c.last_seq + 1, c.last_seq + %s, %s FROM c"
+                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING"
+                " RETURNING session_id AS id, last_seq"
             )
             params += [self.tenant.pk, idempotency_key, digest, count, now]
-            gate = " AND EXISTS (SELECT 1 FROM k)"
         else:
-            recorded = "SELECT 1 AS id"
-            gate = ""
+            recorded = "SELECT c.id, c.last_seq + %s AS last_seq FROM c"
+            params.append(count)
         params += [
+            count,
+            now,
+            SessionStatus.ACTIVE.value,
+            now,
+            self.tenant.pk,
             self.tenant.pk,
             count,
             run_id,
@@ -163,27 +157,27 @@ class SessionAppends(SessionStoreBase):
             [json.dumps(row["payload"]) for row in rows],
         ]
         statement = (
-            f"WITH s AS ({sql} RETURNING id, last_seq), k AS ({recorded}),"
+            f"WITH c AS ({claim}), k AS ({recorded}),"
+            f" s AS (UPDATE {_SESSIONS} SET last_seq = {_SESSIONS}.last_seq + %s, last_active_at = %s,"
+            " status = %s, lease_until = %s + lease_seconds * interval '1 second'"
+            f" FROM k WHERE {_SESSIONS}.id = k.id AND {_SESSIONS}.tenant_id = %s"
+            " RETURNING k.last_seq),"
             f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"
             " run_id, created_at)"
-            " SELECT %s, s.id, s.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
-            " FROM s, unnest(%s::text[], %s::text[], %s::text[])"
-            f" WITH ORDINALITY AS u(role, item_type, payload, ord) WHERE true{gate})"
-            " SELECT s.id, s.last_seq, EXISTS (SELECT 1 FROM k) FROM s"
+            " SELECT %s, k.id, k.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
+            " FROM k, unnest(%s::text[], %s::text[], %s::text[])"
+            " WITH ORDINALITY AS u(role, item_type, payload, ord))"
+            " SELECT (SELECT last_seq FROM s), EXISTS (SELECT 1 FROM c)"
         )
-        with transaction.atomic(savepoint=False), hot_cursor() as cursor:
+        with hot_cursor(alone=True) as cursor:
             cursor.execute(statement, params)
-            claimed = cursor.fetchone()
-            if claimed is None:
-                return None
-            session_pk, last_seq, was_recorded = claimed
-            if was_recorded:
-                return AppendResult(last_seq - count + 1, last_seq, created=True)
-            cursor.execute(
-                f"UPDATE {_SESSIONS} SET last_seq = last_seq - %s WHERE id = %s AND tenant_id = %s",
-                [count, session_pk, self.tenant.pk],
-            )
-        previous = self._previous_append(session_id, idempotency_key)
+            last_seq, writable = cursor.fetchone()
+        if last_seq is not None:
+            return AppendResult(last_seq - count + 1, last_seq, created=True)
+        if not writable:
+            return None
+        with self.reading():
+            previous = self._previous_append(session_id, idempotency_key)
         if previous is None:  # pragma: no cover - the key's row was just seen
             raise Conflict("The session changed while appending; retry.", code="append_contention")
         return _replay(previous, digest)
@@ -202,7 +196,7 @@ class SessionAppends(SessionStoreBase):
     ) -> AppendResult | None:
         """Why the claim matched no row: raise the refusal, replay a known key, or None to retry."""
         refusal: StateroomError | None = None
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             previous = self._previous_append(session_id, idempotency_key)
             if previous is not None:

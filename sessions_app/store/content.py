@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from stateroom.content import SESSION, Batch, ContentClass, content_class, redact_in_key_order
@@ -96,7 +95,7 @@ class SessionContent(SessionStoreBase):
     ) -> Batch:
         """Remove the content of up to `limit` rows of one session (in the caller's transaction)."""
         rows = self._content_rows(name, [container])
-        with transaction.atomic(savepoint=False):
+        with self.atomic(savepoint=False):
             if name == SESSION_ITEMS:
                 return redact_in_key_order(
                     rows, "seq", after=after, limit=limit, remove=lambda qs: qs.delete()[0]

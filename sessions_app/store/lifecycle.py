@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 
 from audit_app.services import record_event
 from runs_app.models import Run
@@ -77,7 +77,7 @@ class SessionLifecycle(SessionStoreBase):
             last_active_at=now,
         )
         try:
-            with transaction.atomic():
+            with self.atomic():
                 session.save(force_insert=True)
         except IntegrityError as exc:
             raise Conflict(
@@ -109,7 +109,7 @@ class SessionLifecycle(SessionStoreBase):
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
         refusal: StateroomError | None = None
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             self._require_run(run_id)
             self._authorize(session, user_id=user_id, expected_revision=expected_revision)
@@ -154,7 +154,7 @@ class SessionLifecycle(SessionStoreBase):
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
         refusal: StateroomError | None = None
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             self._require_run(run_id)
             self._authorize(session, user_id=user_id, expected_revision=expected_revision)
@@ -190,7 +190,7 @@ class SessionLifecycle(SessionStoreBase):
         if lease_seconds is not None and (errors := lease_errors(lease_seconds)):
             raise Unprocessable("Some fields are invalid.", details=errors)
         refusal: StateroomError | None = None
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             self._refuse_terminal(session)
             now = self.now()
@@ -208,7 +208,7 @@ class SessionLifecycle(SessionStoreBase):
     def mark_idle(self, *, session_id: str) -> Session:
         """active -> idle, for a session with no run attached (the runtime has nothing going on)."""
         refusal: StateroomError | None = None
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             self._refuse_terminal(session)
             now = self.now()
@@ -229,14 +229,14 @@ class SessionLifecycle(SessionStoreBase):
 
     def close(self, *, session_id: str, reason: str = "") -> Session:
         check_reason(reason)
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             self._end(session, SessionStatus.CLOSED, reason=reason, actor=self.actor)
         return session
 
     def expire(self, *, session_id: str, reason: str = "") -> Session:
         check_reason(reason)
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             self._end(session, SessionStatus.EXPIRED, reason=reason, actor=self.actor)
         return session
@@ -244,7 +244,7 @@ class SessionLifecycle(SessionStoreBase):
     def set_legal_hold(self, *, session_id: str, on: bool, reason: str) -> Session:
         """Hold (or release) the session's content against every deletion; works on ended sessions too."""
         check_reason(reason)
-        with transaction.atomic():
+        with self.atomic():
             session = self._lock(session_id)
             if session.legal_hold == on:
                 raise Conflict(
@@ -274,7 +274,7 @@ class SessionLifecycle(SessionStoreBase):
         now = self.now()
         actor = self._system_actor("sweep")
         expired: list[Session] = []
-        with transaction.atomic():
+        with self.atomic():
             candidates = list(
                 Session.objects.select_for_update(skip_locked=True)
                 .filter(tenant=self.tenant, status__in=LIVE_STATUSES, lease_until__lt=now)

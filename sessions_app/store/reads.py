@@ -184,14 +184,13 @@ class SessionReads(SessionStoreBase):
         else:
             sql += " ORDER BY seq LIMIT %s"
             params.append(limit)
-        with hot_cursor() as cursor:
+        with hot_cursor(alone=True) as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-        if (
-            not rows
-            and not Session.objects.filter(tenant=self.tenant, session_id=session_id).exists()
-        ):
-            raise not_found(session_id)
+        if not rows:
+            with self.reading():
+                if not Session.objects.filter(tenant=self.tenant, session_id=session_id).exists():
+                    raise not_found(session_id)
         if before_seq is not None:
             rows.reverse()
         loads = json.loads
