@@ -53,10 +53,20 @@ def sha256(text: str) -> str:
 
 
 class RawFloor:
-    def __init__(self, conn: psycopg.Connection, tenant_pk: int) -> None:
+    """`one_statement=False`: the four-statement shape (BEGIN, set_config, the statement,
+    COMMIT). `one_statement=True`: the physical floor, one autocommit statement per
+    operation; the tenant is set once for the connection (`set_config(…, false)`), so
+    the same forced RLS policy is evaluated but costs no round trip."""
+
+    def __init__(
+        self, conn: psycopg.Connection, tenant_pk: int, *, one_statement: bool = False
+    ) -> None:
         self.conn = conn
         self.tenant = tenant_pk
         self.t = tables()
+        self.one_statement = one_statement
+        if one_statement:
+            conn.execute("SELECT set_config(%s, %s, false)", [TENANT_SETTING, str(tenant_pk)])
         # Round trips, BEGIN and COMMIT included, as Django's CaptureQueriesContext counts them.
         self.statements = 0
 
@@ -65,7 +75,7 @@ class RawFloor:
         return cur.execute(sql, params)
 
     def _tx(self):
-        return _TenantTx(self)
+        return _OneStatement(self) if self.one_statement else _TenantTx(self)
 
     # --- sessions -----------------------------------------------------------
     def append_items(self, *, session_id: str, items: list[dict], idempotency_key: str) -> tuple:
@@ -239,6 +249,41 @@ class RawFloor:
             raise RefusedError("no checkpoint")
         return row
 
+    def checkpoint_history(self, *, task_id: str, limit: int = 20) -> list[tuple]:
+        t = self.t
+        with self._tx() as cur:
+            rows = self._x(
+                cur,
+                f"SELECT c.checkpoint_id, c.seq, c.schema_version, c.node_id, c.state,"
+                f" c.size_bytes, c.created_at FROM {t['task']} k LEFT JOIN LATERAL ("
+                f" SELECT * FROM {t['checkpoint']} WHERE tenant_id = k.tenant_id"
+                " AND task_id = k.id ORDER BY seq DESC LIMIT %s) c ON true"
+                " WHERE k.tenant_id = %s AND k.task_id = %s",
+                [limit, self.tenant, task_id],
+            ).fetchall()
+        if not rows:
+            raise RefusedError("no such task")
+        return rows
+
+    def read_run(self, *, run_id: str) -> tuple:
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"SELECT id, version, status FROM {self.t['run']}"
+                " WHERE tenant_id = %s AND run_id = %s",
+                [self.tenant, run_id],
+            ).fetchone()
+        if row is None:
+            raise RefusedError("no such run")
+        return row
+
+    def try_compare_and_set(self, *, run_id: str, expected_version: int, changes: dict) -> bool:
+        try:
+            self.compare_and_set(run_id=run_id, expected_version=expected_version, changes=changes)
+        except RefusedError:
+            return False
+        return True
+
     # --- effects --------------------------------------------------------------
     def record_effect(
         self, *, run_id: str, idempotency_key: str, tool_name: str, request: dict
@@ -290,6 +335,18 @@ def _already_json(value: str) -> str:
 class _Replay(Exception):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
+
+
+class _OneStatement:
+    def __init__(self, floor: RawFloor) -> None:
+        self.floor = floor
+
+    def __enter__(self) -> psycopg.Cursor:
+        self._cur = self.floor.conn.cursor()
+        return self._cur
+
+    def __exit__(self, *exc) -> None:
+        self._cur.close()
 
 
 class _TenantTx:

@@ -20,6 +20,7 @@ from audit_app.actor import Actor
 from stateroom.api import DEFAULT_LIMIT, keyset_page, not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_WRITE, error
 from stateroom.contract import NoQuery, query
+from tenancy_app.middleware import non_atomic_tenant_view
 
 from .models import Session
 from .serializers import (
@@ -197,8 +198,11 @@ def heartbeat(request, session_id: str):
         ),
     },
 )
+@non_atomic_tenant_view
 @api_view(["GET", "POST"])
 def items(request, session_id: str):
+    # No request transaction (non_atomic_tenant_view): the append and the page read
+    # are each one message to PostgreSQL, the tenant setting with the statement.
     store = _store(request)
     if request.method == "POST":
         data = _body(request, SessionAppendIn, store, session_id)

@@ -14,6 +14,15 @@ floats; the API's JSON gate refuses others (`stateroom.jsongate`).
 
 Rows written before this module existed carry digests of the older spelling
 (`legacy_digest`); idempotency checks accept either for them.
+
+The `rfc8785` package is pure Python (about 1.5 ms for a 10 KB checkpoint).
+For values where RFC 8785 and the standard library's C encoder spell every
+byte the same — no floats (ECMAScript and Python print them differently),
+integers within the I-JSON range, object keys without characters beyond the
+Basic Multilingual Plane (UTF-16 and code-point order agree there), text
+that is valid Unicode — `json.dumps(sort_keys=True, separators=(",", ":"),
+ensure_ascii=False)` gives the same bytes about 7x faster; anything else goes
+to `rfc8785`. A property test holds the two to the same bytes.
 """
 
 from __future__ import annotations
@@ -28,16 +37,57 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def canonical_bytes(value: Any) -> bytes:
+    if _plain(value):
+        text = _dumps(value)
+        try:
+            return text.encode()
+        except UnicodeEncodeError:  # a lone surrogate: let rfc8785 refuse it
+            pass
     return rfc8785.dumps(value)
 
 
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
+def _plain(value: Any) -> bool:
+    """Whether the standard library spells `value` exactly as RFC 8785 does (module doc)."""
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            return False
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str or not (key.isascii() or _bmp(key)):
+                    return False
+                push(child)
+            continue
+        if kind is list:
+            stack.extend(item)
+            continue
+        return False  # floats, tuples, subclasses, anything else: rfc8785 decides
+    return True
+
+
+def _bmp(text: str) -> bool:
+    return max(map(ord, text)) <= 0xFFFF
+
+
 def canonical_json(value: Any) -> str:
-    return rfc8785.dumps(value).decode("utf-8")
+    return canonical_bytes(value).decode("utf-8")
 
 
 def digest(value: Any) -> str:
     """sha256 hex of the RFC 8785 bytes of `value`."""
-    return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()
 
 
 def legacy_digest(value: Any, *, ensure_ascii: bool = False) -> str:

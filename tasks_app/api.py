@@ -5,16 +5,17 @@ whatever the body), then validates the body, then makes one store call.
 """
 
 from django.core.validators import RegexValidator
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
 from stateroom.api import not_found_first, validated
-from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
+from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (
     NoQuery,
+    QuerySerializer,
     StrictCharField,
     StrictChoiceField,
     StrictDictField,
@@ -24,6 +25,7 @@ from stateroom.contract import (
     strings,
 )
 from stateroom.ids import PUBLIC_ID_RE
+from tenancy_app.middleware import non_atomic_tenant_view
 
 from .models import Task, TaskCheckpoint, TaskStatus
 from .store import NODE_ID_MAX, PLAN_VERSION_MAX, TaskStateStore
@@ -190,7 +192,34 @@ def task_state(request, task_id: str):
     return Response(task_data(task))
 
 
+class CheckpointHistoryQuery(QuerySerializer):
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=100, help_text="Page size, 1-100 (default 20)"
+    )
+    before_seq = serializers.IntegerField(
+        required=False, min_value=1, help_text="Only checkpoints before this seq (next page)"
+    )
+
+
+TaskCheckpointPage = inline_serializer(
+    "TaskCheckpointPage",
+    {"results": CheckpointOut(many=True), "next": serializers.URLField(allow_null=True)},
+)
+
+
 @extend_schema(
+    methods=["GET"],
+    operation_id="tasks_checkpoints_list",
+    summary="The task's checkpoints, newest first (keyset-paged by seq)",
+    parameters=[CheckpointHistoryQuery],
+    responses={
+        200: TaskCheckpointPage,
+        **ERRORS_LIST,
+        404: error("Unknown task, or another tenant's"),
+    },
+)
+@extend_schema(
+    methods=["POST"],
     operation_id="tasks_checkpoints_create",
     summary="Append a numbered checkpoint; it becomes the task's latest_checkpoint_id",
     request=CheckpointIn,
@@ -201,9 +230,28 @@ def task_state(request, task_id: str):
         422: error("Field validation failed, or not_serializable; details lists the fields"),
     },
 )
-@api_view(["POST"])
+@non_atomic_tenant_view
+@api_view(["GET", "POST"])
 def checkpoint_create(request, task_id: str):
+    # No request transaction (non_atomic_tenant_view): a save and a history page are
+    # each one message to PostgreSQL, the tenant setting with the statement.
     store = _store(request)
+    if request.method == "GET":
+        params = not_found_first(
+            lambda: query(request, CheckpointHistoryQuery),
+            lambda: store.checkpoint_history(task_id, limit=1),
+        )
+        limit = params.get("limit") or 20
+        rows = store.checkpoint_history(
+            task_id, limit=limit + 1, before_seq=params.get("before_seq")
+        )
+        next_url = None
+        if len(rows) > limit:
+            rows = rows[:limit]
+            page = request.query_params.copy()
+            page["before_seq"] = str(rows[-1]["seq"])
+            next_url = request.build_absolute_uri(f"{request.path}?{page.urlencode()}")
+        return Response({"results": CheckpointOut(rows, many=True).data, "next": next_url})
     data = validated(CheckpointIn, request, lookup=lambda: store.load(task_id))
     checkpoint = store.append_checkpoint(task_id=task_id, **data)
     return Response(CheckpointCreatedOut(checkpoint).data, status=201)
@@ -218,6 +266,7 @@ def checkpoint_create(request, task_id: str):
         404: error("Unknown task, another tenant's task, or the task has no checkpoint yet"),
     },
 )
+@non_atomic_tenant_view
 @api_view(["GET"])
 def checkpoint_latest(request, task_id: str):
     store = _store(request)

@@ -11,6 +11,7 @@ through `redact_content` by the lifecycle orchestrator.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -147,7 +148,8 @@ def _string_list(field: str, value: Any, *, allow_set: bool = False) -> list[str
 class TaskStateStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def load(self, task_id: str) -> Task:
-        task = Task.objects.filter(tenant=self.tenant, task_id=task_id).first()
+        with self.reading():
+            task = Task.objects.filter(tenant=self.tenant, task_id=task_id).first()
         if task is None:
             raise NotFound("No such task.", details={"task_id": task_id})
         return task
@@ -196,6 +198,57 @@ class TaskStateStore(BaseStore):
         checkpoint = model_from_row(TaskCheckpoint, row)
         checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
         return checkpoint
+
+    def checkpoint_history(
+        self, task_id: str, *, limit: int = 20, before_seq: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The task's checkpoints, newest first, `limit` of them before `before_seq`.
+
+        Rows go straight to the dicts the API renders (no model is built), in
+        one statement whose driving row is the task itself (`LEFT JOIN
+        LATERAL`), so an unknown task (404) is told from an empty page without
+        a second query. A deleted body reads `state: null`.
+        """
+        bound = " AND seq < %s" if before_seq is not None else ""
+        sql = (
+            "SELECT c.checkpoint_id, c.seq, c.schema_version, c.node_id, c.state, c.size_bytes,"
+            f" c.created_at, c.body_deleted_at FROM {_TASKS} k LEFT JOIN LATERAL ("
+            "SELECT checkpoint_id, seq, schema_version, node_id, state, size_bytes, created_at,"
+            f" body_deleted_at FROM {_CHECKPOINTS} WHERE tenant_id = k.tenant_id"
+            f" AND task_id = k.id{bound} ORDER BY seq DESC LIMIT %s) c ON true"
+            " WHERE k.tenant_id = %s AND k.task_id = %s"
+        )
+        params: list[Any] = [*([before_seq] if before_seq is not None else []), limit]
+        with hot_cursor(alone=True) as cursor:
+            cursor.execute(sql, [*params, self.tenant.pk, task_id])
+            rows = cursor.fetchall()
+        if not rows:
+            raise NotFound("No such task.", details={"task_id": task_id})
+        loads = json.loads
+        return [
+            {
+                "checkpoint_id": checkpoint_id,
+                "task_id": task_id,
+                "seq": seq,
+                "schema_version": schema_version,
+                "node_id": node_id,
+                "state": None if body_deleted_at else loads(state),
+                "size_bytes": size_bytes,
+                "created_at": created_at,
+                "body_deleted_at": body_deleted_at,
+            }
+            for (
+                checkpoint_id,
+                seq,
+                schema_version,
+                node_id,
+                state,
+                size_bytes,
+                created_at,
+                body_deleted_at,
+            ) in rows
+            if checkpoint_id is not None
+        ]
 
     def get_checkpoint(self, *, task_id: str, checkpoint_id: str) -> TaskCheckpoint:
         task = self.load(task_id)

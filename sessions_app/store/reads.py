@@ -63,7 +63,8 @@ _HEADLINE_OPTIONS = (
 
 class SessionReads(SessionStoreBase):
     def get(self, session_id: str) -> Session:
-        session = Session.objects.filter(tenant=self.tenant, session_id=session_id).first()
+        with self.reading():
+            session = Session.objects.filter(tenant=self.tenant, session_id=session_id).first()
         if session is None:
             raise not_found(session_id)
         return session

@@ -13,10 +13,10 @@ def queries(view: int) -> int:
     """A pinned query count of one console request: `view`'s own, plus the tenant transaction.
 
     The tenant transaction sets the RLS setting; inside the test's own
-    transaction it is a nested one, which reads the outer setting first and
-    restores it after (3 queries; 1 in production).
+    transaction (which has no tenant) it is a nested one, which clears the
+    setting again after (2 queries; 1 in production).
     """
-    return view + 3
+    return view + 2
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from stateroom.errors import NotFound
 from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.scoping import in_tenant
 
@@ -486,3 +487,59 @@ def test_schema_documents_every_task_endpoint(client, db):
             "updated_at",
         ]
     )
+
+
+def test_checkpoint_history_pages_newest_first(api_a, api_b, make_task, tenant_a):
+    make_task(tenant_a)
+    make_task(tenant_a, task_id="T-empty")
+    for n in range(5):
+        api_a.post(
+            "/api/v1/tasks/T-7/checkpoints",
+            {"schema_version": 1, "state": {"n": n}, "node_id": f"node-{n}"},
+            content_type=JSON,
+        )
+    with in_tenant(tenant_a):
+        rows = {c.seq: c for c in TaskCheckpoint.objects.all()}
+    first = api_a.get("/api/v1/tasks/T-7/checkpoints?limit=3")
+    assert first.status_code == 200
+    page = first.json()
+    assert [c["seq"] for c in page["results"]] == [5, 4, 3]
+    assert page["results"][0] == {
+        "checkpoint_id": rows[5].checkpoint_id,
+        "task_id": "T-7",
+        "seq": 5,
+        "schema_version": 1,
+        "node_id": "node-4",
+        "state": {"n": 4},
+        "size_bytes": len('{"n":4}'),
+        "created_at": iso(rows[5].created_at),
+        "body_deleted_at": None,
+    }
+    assert "before_seq=3" in page["next"] and "limit=3" in page["next"]
+    second = api_a.get(page["next"]).json()
+    assert ([c["seq"] for c in second["results"]], second["next"]) == ([2, 1], None)
+    # A task with no checkpoint is an empty page, not a 404.
+    assert api_a.get("/api/v1/tasks/T-empty/checkpoints").json() == {"results": [], "next": None}
+    # Unknown task, another tenant's task: 404, whatever the query; bad filters: 422.
+    for client, task_id in ((api_a, "T-nope"), (api_b, "T-7")):
+        for suffix in ("", "?limit=0", "?colour=red"):
+            response = client.get(f"/api/v1/tasks/{task_id}/checkpoints{suffix}")
+            assert response.status_code == 404, suffix
+    for suffix in ("?limit=0", "?limit=101", "?before_seq=x", "?colour=red"):
+        response = api_a.get(f"/api/v1/tasks/T-7/checkpoints{suffix}")
+        assert response.status_code == 422, suffix
+
+
+def test_checkpoint_history_store_call_is_one_statement_without_models(
+    make_task, task_store, tenant_a, django_assert_num_queries
+):
+    make_task(tenant_a)
+    store = task_store(tenant_a)
+    with in_tenant(tenant_a):
+        for n in range(3):
+            store.append_checkpoint(task_id="T-7", schema_version=1, state={"n": n})
+        with django_assert_num_queries(1):
+            history = store.checkpoint_history("T-7", limit=2)
+        assert [(h["seq"], h["state"]) for h in history] == [(3, {"n": 2}), (2, {"n": 1})]
+        with django_assert_num_queries(1), pytest.raises(NotFound):
+            store.checkpoint_history("T-nope")

@@ -1,0 +1,59 @@
+"""stateroom.canonical: the standard library's fast path spells exactly what RFC 8785 does."""
+
+from __future__ import annotations
+
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_json, digest
+
+# Every character class that matters: control characters, quotes and backslashes,
+# BMP text, characters beyond the BMP (in values and in keys), and lone surrogates.
+TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0, max_codepoint=0x7F),
+        st.characters(min_codepoint=0x80, max_codepoint=0xFFFF),
+        st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+    ),
+    max_size=12,
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-MAX_SAFE_INTEGER - 5, max_value=MAX_SAFE_INTEGER + 5),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXT,
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda children: st.one_of(
+        st.lists(children, max_size=5), st.dictionaries(TEXT, children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES)
+def test_every_value_is_spelled_as_rfc8785_spells_it(value):
+    try:
+        expected = rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, ValueError, OverflowError) as refused:
+        try:
+            canonical_bytes(value)
+        except type(refused):
+            return
+        raise AssertionError(f"rfc8785 refused {value!r}, the fast path did not") from None
+    assert canonical_bytes(value) == expected
+
+
+def test_the_cases_where_the_spellings_differ_go_to_rfc8785():
+    # Floats: ECMAScript's shortest form, not Python's repr.
+    assert canonical_json({"x": 1e-7, "y": 1.0}) == '{"x":1e-7,"y":1}'
+    # Keys beyond the BMP sort by UTF-16 code units: U+1F600 before U+FF61.
+    assert canonical_json({"\uff61": 1, "\U0001f600": 2}) == '{"\U0001f600":2,"\uff61":1}'
+    # Plain values: the same bytes, and the same digest clients recompute.
+    plain = {"b": [1, "two", None, True], "a": {"z": "é\n\u0001"}}
+    assert canonical_bytes(plain) == rfc8785.dumps(plain)
+    assert len(digest(plain)) == 64
