@@ -265,6 +265,20 @@ class RawFloor:
             raise RefusedError("no such task")
         return rows
 
+    def pending_approvals(self, *, limit: int = 50) -> list[tuple]:
+        """The newest `limit` pending approvals not past their expiry, with their run ids."""
+        t = self.t
+        with self._tx() as cur:
+            return self._x(
+                cur,
+                f"SELECT a.approval_id, r.run_id, a.status, a.tool_name, a.arguments, a.risk,"
+                f" a.reason, a.summary, a.expires_at, a.created_at FROM {t['approval']} a"
+                f" JOIN {t['run']} r ON r.id = a.run_id WHERE a.tenant_id = %s"
+                " AND a.status = 'pending' AND (a.expires_at IS NULL OR a.expires_at > now())"
+                " ORDER BY a.id DESC LIMIT %s",
+                [self.tenant, limit + 1],
+            ).fetchall()
+
     def read_run(self, *, run_id: str) -> tuple:
         with self._tx() as cur:
             row = self._x(

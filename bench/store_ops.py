@@ -191,6 +191,21 @@ def build_ops(cat: Catalogue, floor: RawFloor, tag: str, floor_tx: RawFloor) -> 
     def effect_r(i: int, f: RawFloor = floor, side: str = "r") -> object:
         return f.record_effect(**effect_args(i, side))
 
+    from approvals_app.api import approval_data
+    from approvals_app.store import ApprovalStore
+    from stateroom.pages import keyset_slice
+
+    approvals = ApprovalStore(tenant, actor)
+
+    def pending_s(i: int) -> object:
+        # What GET /approvals?status=pending renders: the page, serialized.
+        with in_tenant(tenant):
+            rows, _ = keyset_slice(approvals.list_approvals(status="pending"), cursor=None, size=50)
+            return [approval_data(row) for row in rows]
+
+    def pending_r(i: int, f: RawFloor = floor) -> object:
+        return f.pending_approvals(limit=50)
+
     def tx(fn: Callable[..., object]) -> Callable[[int], object]:
         return lambda i: fn(i, floor_tx)
 
@@ -202,6 +217,7 @@ def build_ops(cat: Catalogue, floor: RawFloor, tag: str, floor_tx: RawFloor) -> 
         Op("save checkpoint (~10 KB)", save_s, save_r, tx(save_r)),
         Op("load latest checkpoint", load_s, load_r, tx(load_r)),
         Op("checkpoint history (20)", history_s, history_r, tx(history_r)),
+        Op("pending approvals (page of 50)", pending_s, pending_r, tx(pending_r)),
         Op(
             "record-or-return effect",
             effect_s,
