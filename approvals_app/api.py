@@ -21,7 +21,13 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from audit_app.actor import Actor
-from stateroom.api import EmptyAsNullCharField, keyset_page, not_found_first, validated
+from stateroom.api import (
+    DEFAULT_LIMIT,
+    EmptyAsNullCharField,
+    keyset_page,
+    not_found_first,
+    validated,
+)
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, error
 from stateroom.contract import (
     PageQuery,
@@ -252,10 +258,20 @@ def run_approvals(request, run_id: str):
 @api_view(["GET"])
 def approval_list(request):
     params = query(request, ApprovalListQuery)
-    queryset = _store(request).list_approvals(
-        status=params.get("status"), run_id=params.get("run_id")
-    )
-    return keyset_page(request, queryset, approval_data, page=params)
+    store = _store(request)
+    if params.get("status") == ApprovalStatus.PENDING and not params.get("run_id"):
+        # The runtime's hot list: one statement, rows straight to these dicts.
+        rows, after = store.pending_page(
+            limit=params.get("limit") or DEFAULT_LIMIT, cursor=params.get("cursor")
+        )
+        next_url = None
+        if after is not None:
+            page = request.query_params.copy()
+            page["cursor"] = str(after)
+            next_url = request.build_absolute_uri(f"{request.path}?{page.urlencode()}")
+        return Response({"results": rows, "next": next_url})
+    queryset = store.list_approvals(status=params.get("status"), run_id=params.get("run_id"))
+    return keyset_page(request, queryset, ApprovalSerializer, page=params)
 
 
 @extend_schema(

@@ -27,6 +27,7 @@ reason and response and argument diffs only in detached, redactable payloads.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -45,6 +46,7 @@ from stateroom.canonical import canonical_json, digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
 
@@ -139,6 +141,64 @@ class _EffectiveIterable(ModelIterable):
             yield approval
 
 
+_APPROVALS = ApprovalRequest._meta.db_table
+_RUNS = Run._meta.db_table
+_PENDING_COLUMNS = (
+    "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
+    " a.key_arguments, a.usual_arguments, a.allowed_decisions, a.call_digest, a.run_version,"
+    " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at"
+)
+
+
+def _pending_out(row: tuple) -> dict[str, Any]:
+    """A pending approval's row as `approvals_app.api.ApprovalSerializer` renders it."""
+    (
+        _id,
+        approval_id,
+        run_id,
+        tool_name,
+        arguments,
+        risk,
+        reason,
+        summary,
+        key_arguments,
+        usual_arguments,
+        allowed_decisions,
+        call_digest,
+        run_version,
+        first_approved_by,
+        first_approval_reason,
+        expires_at,
+        created_at,
+    ) = row
+    loads = json.loads
+    return {
+        "approval_id": approval_id,
+        "run_id": run_id,
+        "status": ApprovalStatus.PENDING.value,
+        "tool_name": tool_name,
+        "arguments": loads(arguments),
+        "risk": risk,
+        "reason": reason,
+        "summary": summary,
+        "key_arguments": key_arguments,
+        "usual_arguments": None if usual_arguments is None else loads(usual_arguments),
+        "allowed_decisions": allowed_decisions,
+        "call_digest": call_digest,
+        "run_version": run_version,
+        "decided_by": None,
+        "decided_at": None,
+        "decision_reason": None,
+        "decision": None,
+        "approved_arguments": None,
+        "response": None,
+        "first_approved_by": first_approved_by or None,
+        "first_approval_reason": first_approval_reason or None,
+        "expires_at": expires_at,
+        "created_at": created_at,
+    }
+
+
 class ApprovalStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def _approvals(self) -> QuerySet[ApprovalRequest]:
@@ -180,6 +240,34 @@ class ApprovalStore(BaseStore):
         if run_id:
             approvals = approvals.filter(run__run_id=run_id)
         return approvals
+
+    def pending_page(
+        self, *, limit: int = 50, cursor: int | None = None
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """The newest approvals that are pending at the store's clock, as the API shows them.
+
+        The runtime's hot list (`GET /approvals?status=pending`): one statement,
+        rows straight to the API's dicts (no model, no serializer), keyset-paged
+        on the id (`cursor`: the last id of the previous page). Returns the page
+        and the cursor of the next one (None: no more). An approval past its
+        `expires_at` is not pending, swept or not.
+        """
+        bound = " AND a.id < %s" if cursor is not None else ""
+        sql = (
+            f"SELECT {_PENDING_COLUMNS} FROM {_APPROVALS} a JOIN {_RUNS} r ON r.id = a.run_id"
+            " WHERE a.tenant_id = %s AND a.status = %s"
+            f" AND (a.expires_at IS NULL OR a.expires_at > %s){bound}"
+            " ORDER BY a.id DESC LIMIT %s"
+        )
+        params: list[Any] = [self.tenant.pk, ApprovalStatus.PENDING.value, self.now()]
+        params += [*([cursor] if cursor is not None else []), limit + 1]
+        with hot_cursor(alone=True) as cursor_:
+            cursor_.execute(sql, params)
+            rows = cursor_.fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        page = [_pending_out(row) for row in rows]
+        return page, (rows[-1][0] if more else None)
 
     HISTORY_TABS = {
         "pending": (ApprovalStatus.PENDING,),

@@ -191,17 +191,14 @@ def build_ops(cat: Catalogue, floor: RawFloor, tag: str, floor_tx: RawFloor) -> 
     def effect_r(i: int, f: RawFloor = floor, side: str = "r") -> object:
         return f.record_effect(**effect_args(i, side))
 
-    from approvals_app.api import approval_data
     from approvals_app.store import ApprovalStore
-    from stateroom.pages import keyset_slice
 
     approvals = ApprovalStore(tenant, actor)
 
     def pending_s(i: int) -> object:
-        # What GET /approvals?status=pending renders: the page, serialized.
-        with in_tenant(tenant):
-            rows, _ = keyset_slice(approvals.list_approvals(status="pending"), cursor=None, size=50)
-            return [approval_data(row) for row in rows]
+        # What GET /approvals?status=pending renders: the page, as the API's dicts.
+        with hot():
+            return approvals.pending_page(limit=50)
 
     def pending_r(i: int, f: RawFloor = floor) -> object:
         return f.pending_approvals(limit=50)

@@ -196,7 +196,7 @@ def run_collection(request):
             session_id=params.get("session_id"),
             task_id=params.get("task_id"),
         )
-        return keyset_page(request, queryset, run_data, page=params)
+        return keyset_page(request, queryset, RunOut, page=params)
     data = validated(RunCreateIn, request, lookup=lambda: None)
     run = store.create(
         run_id=data.get("run_id"),

@@ -96,7 +96,7 @@ def sessions(request):
         return Response(_out(store, session), status=201)
     filters = query(request, SessionFilterIn)
     queryset = store.list_sessions(status=filters.get("status"), user_id=filters.get("user_id"))
-    return keyset_page(request, queryset, lambda session: _out(store, session), page=filters)
+    return keyset_page(request, queryset, SessionOut, page=filters, context={"store": store})
 
 
 @extend_schema(

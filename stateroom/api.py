@@ -150,12 +150,15 @@ def validated(serializer_class, request, *, lookup: Callable[[], object]) -> dic
     return not_found_first(parse, lookup)
 
 
-def keyset_page(request, queryset, serialize, *, page: dict | None = None) -> Response:
+def keyset_page(
+    request, queryset, serialize, *, page: dict | None = None, context: dict | None = None
+) -> Response:
     """One page of a list ordered by descending `id`, with an absolute `next` URL.
 
     The cursor is the last id seen (`?cursor=`); each page costs one indexed
     range scan however deep it is (no OFFSET). `page` is the validated query
     (`limit`, `cursor`) when the view has read it with its own filters.
+    `serialize`: a serializer class (with `context`), or a function of one row.
     """
     if page is None:
         page = query(request, PageQuery)
@@ -166,4 +169,10 @@ def keyset_page(request, queryset, serialize, *, page: dict | None = None) -> Re
         params = request.query_params.copy()
         params["cursor"] = str(rows[-1].id)
         next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
-    return Response({"results": [serialize(row) for row in rows], "next": next_url})
+    if isinstance(serialize, type) and issubclass(serialize, serializers.BaseSerializer):
+        # One list serializer for the page: DRF copies a serializer's fields on each
+        # instantiation, so a serializer per row costs more than the query.
+        results = serialize(rows, many=True, context=context or {}).data
+    else:
+        results = [serialize(row) for row in rows]
+    return Response({"results": results, "next": next_url})

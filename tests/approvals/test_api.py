@@ -505,3 +505,53 @@ def test_late_decision_and_cancellation_are_409_and_the_expiry_is_recorded_once(
         assert reload(tenant_a, run_id)["status"] == "suspended"
     assert audit_count(tenant_a, "approval.expired") == 2
     assert audit_count(tenant_a, "approval.cancelled") == 0
+
+
+def test_the_pending_list_renders_what_the_serializer_renders_in_one_statement(
+    api_a, api_b, tenant_a, tenant_b, django_assert_num_queries
+):
+    """GET /approvals?status=pending takes the hot path (rows straight to dicts); each row is
+    what ApprovalSerializer gives for the same approval, pages keyset by id, overdue ones are
+    not pending, and another tenant's are not there."""
+    from rest_framework.renderers import JSONRenderer
+
+    from approvals_app.api import ApprovalSerializer
+
+    from .conftest import approval_store
+
+    make_approval(
+        tenant_a,
+        run_id="r1",
+        approval_id="a1",
+        summary="Refund $1,200",
+        key_arguments=["amount"],
+        usual_arguments={"amount": 10},
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+    make_approval(tenant_a, run_id="r2", approval_id="a2", risk="critical")
+    make_approval(tenant_a, run_id="r3", approval_id="a3")
+    make_approval(tenant_b, run_id="r4", approval_id="b1")
+    with in_tenant(tenant_a):  # a3 is now past its expires_at, not yet swept
+        ApprovalRequest.objects.filter(approval_id="a3").update(
+            expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        expected = JSONRenderer().render(
+            ApprovalSerializer(
+                ApprovalRequest.objects.filter(approval_id__in=["a2", "a1"])
+                .select_related("run")
+                .order_by("-id"),
+                many=True,
+            ).data
+        )
+    first = api_a.get("/api/v1/approvals?status=pending&limit=1").json()
+    second = api_a.get(first["next"]).json()
+    assert second["next"] is None
+    rows = first["results"] + second["results"]
+    assert JSONRenderer().render(rows) == expected
+    assert [
+        a["approval_id"] for a in api_b.get("/api/v1/approvals?status=pending").json()["results"]
+    ] == ["b1"]
+    store = approval_store(tenant_a)
+    with in_tenant(tenant_a), django_assert_num_queries(1):
+        page, after = store.pending_page(limit=50)
+    assert ([a["approval_id"] for a in page], after) == (["a2", "a1"], None)
