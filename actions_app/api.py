@@ -1,4 +1,5 @@
-"""Runtime API calls that span domains: the run transition, which may end a run.
+"""Runtime API calls that span domains: the run transition, which may end a run, and the
+void of an approval, which asks the effect ledger whether its call ran.
 
 The run is looked up first (an unknown or other tenant's id is 404 whatever
 the body), then the body is validated (runs_app.api's serializer), then one
@@ -9,11 +10,13 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
+from approvals_app.api import ApprovalSerializer, ApprovalVoidIn, approval_data
 from audit_app.actor import Actor
 from runs_app.api import RunOut, RunTransitionIn, run_data
 from stateroom.api import validated
 from stateroom.api_schema import ERRORS_STATEFUL, error
 
+from .approvals import ApprovalActions
 from .runs import RunActions
 
 
@@ -44,3 +47,40 @@ def run_transition(request, run_id: str):
     expected_version = changes.pop("expected_version")
     run = actions.compare_and_set(run_id=run_id, expected_version=expected_version, changes=changes)
     return Response(run_data(run))
+
+
+@extend_schema(
+    operation_id="approvals_void",
+    summary="The runtime that asked voids an approval it can no longer honour",
+    request=ApprovalVoidIn,
+    responses={
+        200: OpenApiResponse(ApprovalSerializer, description="The approval, now voided"),
+        **ERRORS_STATEFUL,
+        403: error("not_requester: another runtime token asked for this approval"),
+        409: error(
+            "already_decided (details.status, decided_by, decided_at): rejected, expired, "
+            "cancelled or voided; effect_recorded (details.effect_id, effect_status): an "
+            "effect is recorded under the approval, so its call ran or may have; "
+            "content_deleted"
+        ),
+        422: error(
+            "validation_error: unknown reason_code, no reason, details not a JSON "
+            "object or too large"
+        ),
+    },
+    description=(
+        "For an approval that is `pending`, or `approved` but whose call has not run (no "
+        "effect recorded under it): it ends `voided` with `voided_by`, `voided_at`, "
+        "`void_reason_code`, `void_reason` and `void_details`; the decision fields stay as "
+        "they were. A pending one's run stops waiting and goes back to `running`, as for a "
+        "cancellation: the runtime asks again, naming the voided approval in "
+        "`replaces_approval_id`. Audited `approval.voided`; the requesting token's webhook "
+        "hears of it."
+    ),
+)
+@api_view(["POST"])
+def approval_void(request, approval_id: str):
+    actions = ApprovalActions(request.tenant, Actor.from_request(request))
+    data = validated(ApprovalVoidIn, request, lookup=lambda: actions.approvals.get(approval_id))
+    approval = actions.void(approval_id=approval_id, **data)
+    return Response(approval_data(approval))

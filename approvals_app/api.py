@@ -45,8 +45,8 @@ from tenancy_app.auth import IsOperatorToken
 from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
 
-from .models import ApprovalRequest, ApprovalStatus, Decision, Risk
-from .store import ApprovalStore
+from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, VoidReason
+from .store import MAX_VOID_DETAILS_BYTES, MAX_VOID_REASON_LENGTH, ApprovalStore
 
 # Long-poll re-check interval: starts short so a decision shows up fast, grows to 1 s.
 POLL_FIRST_DELAY = 0.1
@@ -115,6 +115,23 @@ class ApprovalSerializer(serializers.Serializer):
     first_approval_reason = EmptyAsNullCharField(help_text="Four-eyes: the first approver's reason")
     expires_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
+    voided_by = EmptyAsNullCharField(help_text="voided: the runtime token that voided it")
+    voided_at = serializers.DateTimeField(allow_null=True)
+    void_reason_code = serializers.ChoiceField(
+        choices=VoidReason.choices,
+        allow_null=True,
+        source="void_code_or_none",
+        help_text="voided: why (tool_changed: the tool's schema changed since this was asked)",
+    )
+    void_reason = EmptyAsNullCharField(help_text="voided: the runtime's own words")
+    void_details = serializers.DictField(
+        allow_null=True, help_text="voided: the runtime's evidence, e.g. {tool, old, new} schemas"
+    )
+    replaces_approval_id = serializers.CharField(
+        allow_null=True,
+        source="replaces_public_id",
+        help_text="The voided approval this one asks again, if any",
+    )
 
 
 class ApprovalRequestIn(StrictSerializer):
@@ -158,10 +175,33 @@ class ApprovalRequestIn(StrictSerializer):
         allow_empty=False,
         help_text="What the runtime can honour (default approve, reject)",
     )
+    replaces_approval_id = StrictCharField(
+        required=False,
+        max_length=128,
+        help_text="The voided approval of this run that this one asks again",
+    )
 
 
 class ApprovalCancelIn(StrictSerializer):
     reason = StrictCharField(required=False, allow_blank=True, default="")
+
+
+class ApprovalVoidIn(StrictSerializer):
+    reason_code = StrictChoiceField(
+        choices=VoidReason.choices,
+        help_text="tool_changed: the tool's schema changed since the approval was asked",
+    )
+    reason = StrictCharField(
+        max_length=MAX_VOID_REASON_LENGTH, help_text="Why the runtime can no longer honour it"
+    )
+    details = StrictDictField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Evidence, e.g. the schema diff {tool, old, new}; "
+            f"at most {MAX_VOID_DETAILS_BYTES} bytes of JSON"
+        ),
+    )
 
 
 class ApprovalDecisionIn(StrictSerializer):

@@ -12,6 +12,15 @@ class ApprovalStatus(models.TextChoices):
     REJECTED = "rejected"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    # The runtime that asked can no longer honour it (e.g. the tool changed since it was
+    # asked): it was pending, or approved but its call never ran. Terminal.
+    VOIDED = "voided"
+
+
+class VoidReason(models.TextChoices):
+    """Why a runtime voided its approval (`ApprovalRequest.void_code`)."""
+
+    TOOL_CHANGED = "tool_changed"
 
 
 class Risk(models.TextChoices):
@@ -93,6 +102,18 @@ class ApprovalRequest(TenantOwned):
     approved_arguments = models.JSONField(null=True, blank=True)
     # respond: the operator's text, returned to the model as the tool's result.
     response = models.TextField(blank=True, default="")
+    # voided by the runtime that asked: who, when, why (a VoidReason and its own words) and
+    # its evidence (for tool_changed, the tool's old and new JSON schema). A void leaves the
+    # decision fields as they were: an approved-then-voided approval still says who approved.
+    voided_by = models.CharField(max_length=200, blank=True, default="")
+    voided_at = models.DateTimeField(null=True, blank=True)
+    void_code = models.CharField(max_length=32, choices=VoidReason.choices, blank=True, default="")
+    void_reason = models.TextField(blank=True, default="")
+    void_details = models.JSONField(null=True, blank=True)
+    # The voided approval this one asks again (the same call, asked anew after the void).
+    replaces = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="replaced_by"
+    )
     # The runtime token that asked: the one allowed to cancel, and whose
     # webhook (if any) hears about the decision.
     # Set when its content (arguments, reasons, response) was removed with its
@@ -147,3 +168,12 @@ class ApprovalRequest(TenantOwned):
     @property
     def decision_or_none(self) -> str | None:
         return self.decision or None
+
+    @property
+    def void_code_or_none(self) -> str | None:
+        return self.void_code or None
+
+    @property
+    def replaces_public_id(self) -> str | None:
+        """The public id of the approval this one asks again (select_related("replaces"))."""
+        return self.replaces.approval_id if self.replaces_id is not None else None

@@ -28,7 +28,7 @@ reason and response and argument diffs only in detached, redactable payloads.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +57,7 @@ from .models import (
     ApprovalStatus,
     Decision,
     Risk,
+    VoidReason,
 )
 from .urgency import order_by_urgency
 from .webhooks import notify_decision
@@ -66,6 +67,11 @@ DECISIONS = tuple(Decision.values)
 RUNS_THE_CALL = frozenset({Decision.APPROVE, Decision.EDIT})
 REASON_REQUIRED_RISKS = frozenset({Risk.HIGH, Risk.CRITICAL})
 MAX_RESPONSE_LENGTH = 20_000
+# What a runtime may void: an approval still waiting, or approved but its call not run.
+VOIDABLE = frozenset({ApprovalStatus.PENDING, ApprovalStatus.APPROVED})
+MAX_VOID_REASON_LENGTH = 2_000
+# The void's evidence (e.g. a tool's old and new JSON schema), as canonical JSON.
+MAX_VOID_DETAILS_BYTES = 64 * 1024
 
 APPROVAL_PAYLOADS = "approval_payloads"
 CONTENT: tuple[ContentClass, ...] = (
@@ -84,6 +90,8 @@ CONTENT: tuple[ContentClass, ...] = (
             "decision_reason",
             "first_approval_reason",
             "response",
+            "void_reason",
+            "void_details",
         ),
         container=RUN,
         removal="fields cleared",
@@ -219,7 +227,9 @@ class ApprovalStore(BaseStore):
         return approvals
 
     def get(self, approval_id: str) -> ApprovalRequest:
-        approval = self._read().select_related("run").filter(approval_id=approval_id).first()
+        approval = (
+            self._read().select_related("run", "replaces").filter(approval_id=approval_id).first()
+        )
         if approval is None:
             raise NotFound("No such approval.", details={"approval_id": approval_id})
         return approval
@@ -229,7 +239,7 @@ class ApprovalStore(BaseStore):
     ) -> QuerySet[ApprovalRequest]:
         """Unordered; callers keyset by id. `status` is the effective status (`_read`)."""
         now = self.now()
-        approvals = self._read().select_related("run")
+        approvals = self._read().select_related("run", "replaces")
         if status:
             if status not in ApprovalStatus.values:
                 raise Unprocessable(
@@ -274,6 +284,7 @@ class ApprovalStore(BaseStore):
         "decided": (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED),
         "expired": (ApprovalStatus.EXPIRED,),
         "cancelled": (ApprovalStatus.CANCELLED,),
+        "voided": (ApprovalStatus.VOIDED,),
     }
 
     def history(
@@ -291,10 +302,10 @@ class ApprovalStore(BaseStore):
     ) -> QuerySet[ApprovalRequest]:
         """Approvals of one history tab, filtered; unordered (callers keyset by id).
 
-        Dates bound when the approval got its status: asked (pending) or closed
-        (decided, expired, cancelled; an expiry not yet swept closed at its
-        `expires_at`). `tool` is a case-insensitive prefix, `decider` and
-        `agent` exact. Tabs go by the effective status (`_read`).
+        Dates bound when the approval got its status: asked (pending), voided
+        (voided) or closed (decided, expired, cancelled; an expiry not yet swept
+        closed at its `expires_at`). `tool` is a case-insensitive prefix,
+        `decider` and `agent` exact. Tabs go by the effective status (`_read`).
         """
         if tab not in self.HISTORY_TABS:
             raise Unprocessable(
@@ -323,7 +334,7 @@ class ApprovalStore(BaseStore):
             approvals = approvals.filter(decision=decision)
         if outcome:  # approved or rejected, within the decided tab
             approvals = approvals.filter(status=outcome)
-        stamp = "created_at" if tab == "pending" else "closed_at"
+        stamp = {"pending": "created_at", "voided": "voided_at"}.get(tab, "closed_at")
         if since is not None:
             approvals = approvals.filter(**{f"{stamp}__gte": since})
         if until is not None:
@@ -390,7 +401,7 @@ class ApprovalStore(BaseStore):
             self._read()
             .filter(has_status(ApprovalStatus.PENDING, now))
             .exclude(run__session__status__in=TERMINAL_SESSION_STATUSES)
-            .select_related("run", "run__session")
+            .select_related("run", "run__session", "replaces")
             .defer("search")
         )
         return order_by_urgency(pending, now)
@@ -427,8 +438,14 @@ class ApprovalStore(BaseStore):
         summary: str = "",
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        replaces_approval_id: str | None = None,
     ) -> ApprovalRequest:
         """Ask for a decision; the run moves to `waiting_approval` in the same transaction.
+
+        `replaces_approval_id` names the voided approval of the same run this
+        one asks again (the console links them and shows why the first was
+        voided); it must be `voided` and not asked again already (422
+        otherwise).
 
         `summary` (one line) and `key_arguments` (up to three argument keys
         that matter) are what the inbox row shows; `usual_arguments` is the
@@ -464,6 +481,7 @@ class ApprovalStore(BaseStore):
                     code="approval_pending",
                     details={"pending_approval_id": run.pending_approval_id},
                 )
+            replaces = self._replaced(run, replaces_approval_id)
             approval_id = approval_id or new_public_id("apr")
             if self._approvals().filter(approval_id=approval_id).exists():
                 raise Conflict("An approval with this id exists.", code="approval_exists")
@@ -496,6 +514,7 @@ class ApprovalStore(BaseStore):
                         expires_at=expires_at,
                         created_at=now,
                         requested_by_token_id=token_id,
+                        replaces=replaces,
                     )
             except IntegrityError as exc:
                 raise Conflict("An approval with this id exists.", code="approval_exists") from exc
@@ -510,6 +529,7 @@ class ApprovalStore(BaseStore):
                     "call_digest": approval.call_digest,
                     "run_version": moved.version,
                     "allowed_decisions": allowed,
+                    **({"replaces": replaces.approval_id} if replaces else {}),
                 },
                 # The runtime's reason is its own text: a detached payload, not the log.
                 content={"reason": reason},
@@ -628,6 +648,92 @@ class ApprovalStore(BaseStore):
                     after={"status": approval.status, "run_status": run.status},
                     reason=reason,
                 )
+        if expired is not None:
+            raise expired
+        return approval
+
+    def void(
+        self,
+        *,
+        approval_id: str,
+        reason_code: str,
+        reason: str,
+        details: dict[str, Any] | None = None,
+        refuse: Callable[[ApprovalRequest], None] | None = None,
+    ) -> ApprovalRequest:
+        """The runtime that asked can no longer honour this approval: it ends `voided`.
+
+        Allowed on a `pending` approval (the run stops waiting and goes back to
+        `running`, as for a cancellation: the runtime is about to ask again)
+        and on an `approved` one whose call has not run. This store cannot see
+        the effect ledger: `refuse(approval)`, called under the run's and the
+        approval's row locks, is how the layer above (`actions_app`) refuses
+        one whose call ran or may have run. The decision fields stay as they
+        were (an approved approval still says who approved it); `voided_by`,
+        `voided_at`, `void_code`, `void_reason` and `void_details` say who
+        voided it, when and why. Audited `approval.voided` (the runtime's
+        reason and details in the detached, redactable payload); the
+        requesting runtime's webhook hears of it.
+
+        Refusals, in this order (nothing written): 422 bad reason_code, reason
+        or details; 403 `not_requester` (another runtime token); 409
+        `already_decided` for rejected, expired, cancelled or voided (and for
+        a pending one past `expires_at`, whose expiry this records,
+        `keep_changes`); 409 `content_deleted`; whatever `refuse` raises.
+        """
+        _check_void(reason_code, reason, details)
+        expired: Conflict | None = None
+        with self.atomic():
+            run, approval = self._lock(approval_id)
+            if (
+                self.actor.kind == "token"
+                and approval.requested_by_token_id is not None
+                and self.actor.id != str(approval.requested_by_token_id)
+            ):
+                raise Forbidden("Only the runtime that asked may void.", code="not_requester")
+            if approval.status not in VOIDABLE:
+                raise self._already_decided(approval)
+            if approval.status == ApprovalStatus.PENDING and self._is_due(approval):
+                self._expire_locked(approval, run)
+                expired = self._already_decided(approval)
+                expired.keep_changes = True
+            else:
+                if run.content_fenced_at is not None:
+                    raise ContentDeleted("run", run_id=run.run_id)
+                if refuse is not None:
+                    refuse(approval)
+                before = approval.status
+                approval.status = ApprovalStatus.VOIDED
+                approval.voided_by = self.actor.label[:200]
+                approval.voided_at = self.now()
+                approval.void_code = reason_code
+                approval.void_reason = reason
+                approval.void_details = details
+                approval.save(
+                    update_fields=[
+                        "status",
+                        "voided_by",
+                        "voided_at",
+                        "void_code",
+                        "void_reason",
+                        "void_details",
+                    ]
+                )
+                self._release_run(run, approval, to_status=RunStatus.RUNNING)
+                self.audit(
+                    "approval.voided",
+                    target_type="approval",
+                    target_id=approval.approval_id,
+                    before={"status": before},
+                    after={
+                        "status": approval.status,
+                        "void_code": reason_code,
+                        "run_status": run.status,
+                    },
+                    # The runtime's words and its evidence (a tool's schemas) are its content.
+                    content={"reason": reason, "details": details},
+                )
+                self._notify(approval)
         if expired is not None:
             raise expired
         return approval
@@ -764,6 +870,8 @@ class ApprovalStore(BaseStore):
                 decision_reason="",
                 first_approval_reason="",
                 response="",
+                void_reason="",
+                void_details=None,
                 redacted_at=now,
             ),
         )
@@ -801,6 +909,30 @@ class ApprovalStore(BaseStore):
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
 
+    def _replaced(self, run: Run, replaces_approval_id: str | None) -> ApprovalRequest | None:
+        """The voided approval of `run` a new request asks again; 422 if it cannot be."""
+        if replaces_approval_id is None:
+            return None
+        old = (
+            self._approvals()
+            .filter(approval_id=replaces_approval_id, run=run)
+            .select_related("replaced_by")
+            .first()
+        )
+        problem = ""
+        if old is None:
+            problem = "no such approval of this run"
+        elif old.status != ApprovalStatus.VOIDED:
+            problem = f"is {old.status}: only a voided approval is asked again"
+        elif getattr(old, "replaced_by", None) is not None:
+            problem = f"was already asked again as {old.replaced_by.approval_id}"
+        if problem:
+            raise Unprocessable(
+                "replaces_approval_id: " + problem,
+                details={"replaces_approval_id": [problem]},
+            )
+        return old
+
     def _lock(self, approval_id: str) -> tuple[Run, ApprovalRequest]:
         """Lock the run, then the approval (the one lock order of this module).
 
@@ -816,6 +948,8 @@ class ApprovalStore(BaseStore):
         )
         approval = self._approvals().select_for_update().get(pk=head.pk)
         approval.run = run
+        if head.replaces_id is not None and head.replaces_id == approval.replaces_id:
+            approval.replaces = head.replaces
         return run, approval
 
     @staticmethod
@@ -839,13 +973,17 @@ class ApprovalStore(BaseStore):
 
     @staticmethod
     def _already_decided(approval: ApprovalRequest) -> Conflict:
+        # A voided approval was last closed by the runtime that voided it.
+        voided = approval.status == ApprovalStatus.VOIDED
+        by = approval.voided_by if voided else approval.decided_by
+        at = approval.voided_at if voided else approval.decided_at
         return Conflict(
             f"The approval is already {approval.status}.",
             code="already_decided",
             details={
                 "status": approval.status,
-                "decided_by": approval.decided_by,
-                "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
+                "decided_by": by,
+                "decided_at": at.isoformat() if at else None,
             },
         )
 
@@ -1054,6 +1192,30 @@ def _decision_content(
     if approved_arguments is not None:
         content["approved_arguments_diff"] = arguments_diff(arguments, approved_arguments)
     return content
+
+
+def _check_void(reason_code: Any, reason: Any, details: Any) -> None:
+    """A void's own shape: a known reason code, the runtime's reason, JSON details within bounds."""
+    errors: dict[str, list[str]] = {}
+    if reason_code not in VoidReason.values:
+        errors["reason_code"] = [f"must be one of {', '.join(VoidReason.values)}"]
+    if not isinstance(reason, str) or not reason.strip():
+        errors["reason"] = ["required: why the runtime can no longer honour it"]
+    elif len(reason) > MAX_VOID_REASON_LENGTH:
+        errors["reason"] = [f"at most {MAX_VOID_REASON_LENGTH} characters"]
+    if details is not None:
+        if not isinstance(details, dict):
+            errors["details"] = ["must be an object"]
+        else:
+            try:
+                size = len(canonical_json(details).encode())
+            except (TypeError, ValueError):
+                errors["details"] = ["must be JSON"]
+            else:
+                if size > MAX_VOID_DETAILS_BYTES:
+                    errors["details"] = [f"at most {MAX_VOID_DETAILS_BYTES} bytes of JSON"]
+    if errors:
+        raise Unprocessable("The void is invalid.", details=errors)
 
 
 def _allowed_decisions(allowed: Any) -> list[str]:

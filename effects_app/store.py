@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 
-from approvals_app.models import ApprovalRequest
+from approvals_app.models import ApprovalRequest, ApprovalStatus
 from runs_app.models import Run
 from stateroom.canonical import legacy_digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
@@ -120,6 +120,15 @@ class EffectStore(BaseStore):
             raise NotFound("No such effect.", details={"effect_id": effect_id})
         return effect
 
+    def first_under_approval(self, approval_pk: int) -> ExternalEffect | None:
+        """The first effect recorded under an approval (any status), or None: whether the
+        approved call ran, or may have (started, unknown), or failed running."""
+        return (
+            ExternalEffect.objects.filter(tenant=self.tenant, approval_id=approval_pk)
+            .order_by("id")
+            .first()
+        )
+
     def find(self, idempotency_key: str) -> ExternalEffect | None:
         return (
             ExternalEffect.objects.filter(tenant=self.tenant, idempotency_key=idempotency_key)
@@ -194,22 +203,45 @@ class EffectStore(BaseStore):
 
         Returns `(effect, created)`. The key is unique per tenant across runs, so
         a later run resuming the same task finds what an earlier run did.
+
+        Under a voided approval nothing is recorded (409 `approval_voided`): its
+        runtime said it would not run that call. The run's and the approval's
+        rows are read `FOR KEY SHARE` (run first, the order of every lock on
+        them), held until the effect is in, so a void racing this waits for it
+        and sees the effect, or this waits for the void and sees it.
         """
+        arguments = {
+            "run_id": run_id,
+            "idempotency_key": idempotency_key,
+            "tool_name": tool_name,
+            "request": request,
+            "node_id": node_id,
+            "approval_id": approval_id,
+        }
+        if approval_id is None:
+            return self._record(**arguments)
+        # The caller's tenant transaction, or one of its own: the locks last until the
+        # effect is in.
+        with self.reading():
+            return self._record(**arguments)
+
+    def _record(
+        self,
+        *,
+        run_id: str,
+        idempotency_key: str,
+        tool_name: str,
+        request: dict,
+        node_id: str,
+        approval_id: str | None,
+    ) -> tuple[ExternalEffect, bool]:
         idempotency_key = _text("idempotency_key", idempotency_key, KEY_MAX)
         tool_name = _text("tool_name", tool_name, TOOL_MAX)
         request = _json_object("request", request)
         node_id = _text("node_id", node_id, NODE_MAX, required=False)
         approval = None
         if approval_id is not None:
-            with self.reading():
-                run = self.get_run(run_id)
-                approval = ApprovalRequest.objects.filter(
-                    tenant=self.tenant, approval_id=approval_id
-                ).first()
-            if approval is None:
-                raise NotFound("No such approval.", details={"approval_id": approval_id})
-            if approval.run_id != run.pk:
-                raise _invalid("approval_id", "belongs to another run")
+            approval = self._approval_for_effect(run_id, approval_id)
         wanted = request_digest(tool_name, request)
         now = self.now()
         values = {
@@ -266,6 +298,33 @@ class EffectStore(BaseStore):
         return self._same_request(
             existing, wanted, legacy_request_digest(tool_name, request)
         ), False
+
+    def _approval_for_effect(self, run_id: str, approval_id: str) -> ApprovalRequest:
+        """The run's approval an effect is recorded under, each row locked (the run first)."""
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s FOR KEY SHARE",
+                [self.tenant.pk, run_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise NotFound("No such run.", details={"run_id": run_id})
+        approval = (
+            ApprovalRequest.objects.select_for_update(no_key=True)
+            .filter(tenant=self.tenant, approval_id=approval_id)
+            .first()
+        )
+        if approval is None:
+            raise NotFound("No such approval.", details={"approval_id": approval_id})
+        if approval.run_id != row[0]:
+            raise _invalid("approval_id", "belongs to another run")
+        if approval.status == ApprovalStatus.VOIDED:
+            raise Conflict(
+                "The approval was voided: its runtime will not run this call under it.",
+                code="approval_voided",
+                details={"approval_id": approval_id, "void_code": approval.void_code},
+            )
+        return approval
 
     def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
         with self.atomic():

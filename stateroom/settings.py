@@ -320,6 +320,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "runs_app.models.RunStatus",
         "ApprovalStatusEnum": "approvals_app.models.ApprovalStatus",
         "DecisionEnum": "approvals_app.models.Decision",
+        "VoidReasonEnum": "approvals_app.models.VoidReason",
     },
 }
 

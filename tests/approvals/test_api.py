@@ -98,6 +98,12 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "first_approved_by": None,
         "first_approval_reason": None,
         "expires_at": "2030-01-01T00:00:00Z",
+        "voided_by": None,
+        "voided_at": None,
+        "void_reason_code": None,
+        "void_reason": None,
+        "void_details": None,
+        "replaces_approval_id": None,
     }
     run = api_a.get("/api/v1/runs/run-1").json()
     assert (run["status"], run["pending_approval_id"], run["version"]) == (
