@@ -207,12 +207,14 @@ def test_ten_megabytes_of_history_pause_and_resume_in_a_new_process(
     assert client.get_run("pay-big").status == "succeeded"
 
 
+@pytest.mark.parametrize("decided", [True, False], ids=["approved", "pending"])
 def test_a_resume_after_the_tools_schema_changed_does_not_run_it_on_the_old_approval(
-    server, client, operator, refund_log
+    server, client, operator, refund_log, decided
 ):
     _start(server, "pay-drift")
     old_id = f"pay-drift:{CALL}"
-    operator.decide_approval(old_id, decision="approve", reason="ok")
+    if decided:
+        operator.decide_approval(old_id, decision="approve", reason="ok")
 
     @idempotent_tool(needs_approval=True, name_override="issue_refund")
     def issue_refund_v2(order_id: str, amount_cents: int, currency: str) -> str:
@@ -250,6 +252,22 @@ def test_a_resume_after_the_tools_schema_changed_does_not_run_it_on_the_old_appr
     )
     assert events["approval.voided"]["approval_id"] == old_id
     assert events["approval.voided"]["reason"] == "tool_changed"
+    assert events["approval.voided"]["status"] == ("approved" if decided else "pending")
+    # The server says what happened: the old approval is voided, with the schema diff, and
+    # the new one, pending, names it.
+    voided = client.get_approval(old_id)
+    assert (voided.status, voided.void_reason_code, voided.voided_by) == (
+        "voided",
+        "tool_changed",
+        "token:worker",
+    )
+    assert voided.void_details == {"tool": "issue_refund", **schema}
+    assert (voided.decision, voided.decided_by) == (
+        ("approve", "token:ops") if decided else ("", "")
+    )
+    assert again.replaces_approval_id == old_id
+    assert client.get_approval(again.approval_id).replaces_approval_id == old_id
+    assert [a.approval_id for a in client.list_approvals(status="voided").results] == [old_id]
 
 
 def _gate(server, **kwargs) -> tuple[AsyncStateroomClient, ApprovalGate]:

@@ -363,8 +363,10 @@ class Endpoints:
         summary: str | None = None,
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        replaces_approval_id: str | None = None,
     ) -> Call[m.Approval]:
         body = _body(
+            replaces_approval_id=replaces_approval_id,
             summary=summary,
             key_arguments=key_arguments,
             usual_arguments=usual_arguments,
@@ -406,6 +408,14 @@ class Endpoints:
     def cancel_approval(approval_id: str, *, reason: str | None) -> Call[m.Approval]:
         path = f"/approvals/{_id(approval_id)}/cancel"
         return Call("POST", path, _one(m.Approval.from_json), body=_body(reason=reason))
+
+    @staticmethod
+    def void_approval(
+        approval_id: str, *, reason_code: str, reason: str, details: dict[str, Any] | None
+    ) -> Call[m.Approval]:
+        path = f"/approvals/{_id(approval_id)}/void"
+        body = _body(reason_code=reason_code, reason=reason, details=details)
+        return Call("POST", path, _one(m.Approval.from_json), body=body)
 
     @staticmethod
     def decide_approval(

@@ -337,6 +337,7 @@ class AsyncStateroomClient:
         summary: str | None = None,
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        replaces_approval_id: str | None = None,
     ) -> m.Approval:
         """Ask a person; the run moves to `waiting_approval` (one pending approval at a time).
 
@@ -344,6 +345,8 @@ class AsyncStateroomClient:
         reject) is what this runtime can honour: the console offers only those.
         `summary` (one line), `key_arguments` (up to 3 names) and
         `usual_arguments` (the tool's usual call) help the person see the risk.
+        `replaces_approval_id` names the voided approval of this run that this
+        one asks again (`void_approval`): the console links the two.
         """
         return await self._call(
             E.request_approval(
@@ -359,6 +362,7 @@ class AsyncStateroomClient:
                 summary=summary,
                 key_arguments=key_arguments,
                 usual_arguments=usual_arguments,
+                replaces_approval_id=replaces_approval_id,
             )
         )
 
@@ -390,6 +394,25 @@ class AsyncStateroomClient:
 
     async def cancel_approval(self, approval_id: str, *, reason: str | None = None) -> m.Approval:
         return await self._call(E.cancel_approval(approval_id, reason=reason))
+
+    async def void_approval(
+        self,
+        approval_id: str,
+        *,
+        reason_code: str,
+        reason: str,
+        details: dict[str, Any] | None = None,
+    ) -> m.Approval:
+        """Void an approval this runtime asked for and can no longer honour (`reason_code`
+        `tool_changed`: the tool's schema changed since it was asked; `details`, e.g. the
+        schema diff, at most 64 KiB of JSON). Allowed while it is pending, or approved but no
+        effect is recorded under it; it ends `voided` and a pending one's run goes back to
+        `running`. Refusals: `Forbidden` (`not_requester`), `AlreadyDecided` (rejected,
+        expired, cancelled or voided), `Conflict` `effect_recorded` (its call ran or may have).
+        """
+        return await self._call(
+            E.void_approval(approval_id, reason_code=reason_code, reason=reason, details=details)
+        )
 
     async def decide_approval(
         self,

@@ -208,6 +208,14 @@ class Approval:
     allowed_decisions: tuple[str, ...] = ("approve", "reject")
     decision: str = ""
     response: str = ""
+    # voided: by whom, when, why (reason code and words) and the evidence (e.g. a schema diff)
+    voided_by: str = ""
+    voided_at: datetime | None = None
+    void_reason_code: str = ""
+    void_reason: str = ""
+    void_details: Any = None
+    # The voided approval this one asks again.
+    replaces_approval_id: str = ""
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -239,6 +247,12 @@ class Approval:
             allowed_decisions=tuple(data.get("allowed_decisions") or ("approve", "reject")),
             decision=_str(data.get("decision")),
             response=_str(data.get("response")),
+            voided_by=_str(data.get("voided_by")),
+            voided_at=_dt(data.get("voided_at")),
+            void_reason_code=_str(data.get("void_reason_code")),
+            void_reason=_str(data.get("void_reason")),
+            void_details=data.get("void_details"),
+            replaces_approval_id=_str(data.get("replaces_approval_id")),
             raw=data,
         )
 

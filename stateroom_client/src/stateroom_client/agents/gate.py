@@ -75,10 +75,12 @@ name and JSON schema, a digest of the model settings and the approval policy
 (risk policy, allowed decisions, on_rejection, approval TTL). `resume`
 compares it with the gate it runs in and records any drift as the run event
 `agent.drift`. A call whose tool's schema changed is not run on the approval
-given for the old tool: that approval, pending (withdrawn, `tool_changed`) or
-approved but not yet run, is set aside (run event `approval.voided` with the
-schema diff) and the call is asked again under a new approval id whose summary
-says the tool changed and whose reason carries the old and new schema.
+given for the old tool: that approval, pending or approved but not yet run (no
+effect recorded for the call), is voided on the server (`void_approval`,
+`tool_changed`, the schema diff as details; run event `approval.voided`) and
+the call is asked again under a new approval id that names it
+(`replaces_approval_id`), whose summary says the tool changed and whose reason
+carries the old and new schema.
 """
 
 from __future__ import annotations
@@ -99,7 +101,14 @@ from agents import Agent, RunConfig, Runner, RunState
 from agents.items import ToolApprovalItem
 
 from ..aio import AsyncStateroomClient
-from ..errors import AlreadyExists, NotFound, PayloadTooLarge, StateroomError, VersionConflict
+from ..errors import (
+    AlreadyDecided,
+    AlreadyExists,
+    NotFound,
+    PayloadTooLarge,
+    StateroomError,
+    VersionConflict,
+)
 from ..models import Approval, Run
 from .session import StateroomSession, item_digest, seqs_in
 from .tools import LEDGER, EffectOutcomeUnknown, Ledger, LedgerHalt, effect_key
@@ -687,29 +696,28 @@ class ApprovalGate:
     ) -> None:
         """A call whose tool changed is not run on the approval given for the old tool.
 
-        Its approval, pending or approved but not yet run (no committed effect),
-        is set aside: a pending one is withdrawn (`tool_changed`), and the call is
-        asked again under a new approval id whose summary says the tool changed
-        and whose reason carries the schema diff. The decision the operator
-        gave for the old tool is never applied.
+        Its approval, pending or approved but not yet run (no effect recorded
+        for the call), is voided on the server (`void_approval`, reason code
+        `tool_changed`, the schema diff as details): it reads `voided`, a
+        pending one no longer holds the run. The call is asked again under a
+        new approval id that names the voided one (`replaces_approval_id`),
+        whose summary says the tool changed and whose reason carries the
+        schema diff. The decision the operator gave for the old tool is never
+        applied. A call with an effect recorded is left to the ledger, which
+        answers it without running the tool again.
         """
         changed = drift.get("tools") or {}
         for call in calls:
             old_id = call.get("approval_id")
             if not old_id or call["tool_name"] not in changed:
                 continue
-            approval = await self.client.get_approval(old_id)
             effect = await self.client.find_effect(effect_key(outcome.run_id, call["call_id"]))
-            if effect is not None and effect.status == "committed":
-                continue  # it ran under the old tool: the ledger answers it
-            if approval.status not in ("pending", "approved"):
-                continue
-            diff = changed[call["tool_name"]]
-            if approval.is_pending:
-                with contextlib.suppress(StateroomError):
-                    await self.client.cancel_approval(
-                        old_id, reason="tool_changed: the tool changed since this was asked"
-                    )
+            if effect is not None:
+                continue  # it ran (or may have) under the old tool: the ledger answers it
+            diff = {"tool": call["tool_name"], **changed[call["tool_name"]]}
+            status = await self._void(old_id, diff)
+            if status is None:
+                continue  # decided otherwise first (rejected, expired, cancelled): applied as is
             new_id = approval_id_for(
                 outcome.run_id, f"{call['call_id']}:{item_digest(diff['new'])[:8]}"
             )
@@ -723,12 +731,38 @@ class ApprovalGate:
                 {
                     "approval_id": old_id,
                     "call_id": call["call_id"],
-                    "status": approval.status,
+                    "status": status,
                     "reason": "tool_changed",
                     "tool_name": call["tool_name"],
                     "schema": diff,
                 },
             )
+
+    async def _void(self, approval_id: str, diff: dict[str, Any]) -> str | None:
+        """Void the approval; the status it had (None: it was closed otherwise, keep it).
+
+        A decision may land between the read and the void: an approval then
+        still voidable (approved) is voided on the next try; one rejected,
+        expired or cancelled is not, and is applied as decided. Voided already
+        (by this gate before a crash): asked again all the same.
+        """
+        for _attempt in range(3):
+            approval = await self.client.get_approval(approval_id)
+            if approval.status == "voided":
+                return approval.status
+            if approval.status not in ("pending", "approved"):
+                return None
+            try:
+                await self.client.void_approval(
+                    approval_id,
+                    reason_code="tool_changed",
+                    reason="The tool changed since this was asked: its JSON schema differs.",
+                    details=diff,
+                )
+            except AlreadyDecided:
+                continue  # decided meanwhile: read it again
+            return approval.status
+        raise StateroomError(f"Approval {approval_id} kept changing; could not void it.")
 
     # --- small helpers -------------------------------------------------------
     def _risk(self, tool_name: str, arguments: dict[str, Any]) -> str:
@@ -831,7 +865,10 @@ def _drift_presentation(call: dict[str, Any]) -> dict[str, Any]:
     """A call asked again because its tool changed: the inbox row and the page say so."""
     if not call.get("drift"):
         return {}
-    return {"summary": f"The tool changed since this was asked ({call['asked_again_for']})"}
+    return {
+        "summary": f"The tool changed since this was asked ({call['asked_again_for']})",
+        "replaces_approval_id": call["asked_again_for"],
+    }
 
 
 def _drift_note(call: dict[str, Any]) -> str:
