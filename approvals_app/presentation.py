@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from stateroom.jsonview import Change, diff
 from stateroom.jsonview import json_tree as _value
 from stateroom.jsonview import short as _short
 
@@ -73,3 +74,12 @@ def argument_tree(approval: ApprovalRequest) -> SafeString:
     return format_html(
         '<dl class="argtree" data-testid="argument-tree">{}</dl>', mark_safe("".join(rows))
     )
+
+
+def schema_changes(details: object) -> list[Change]:
+    """A void's evidence `{tool, old, new}` (a tool's JSON schemas) as changes by key path
+    (`properties.currency` added, `required[2]` added); [] when there is none."""
+    if not isinstance(details, dict) or not ("old" in details or "new" in details):
+        return []
+    old, new = details.get("old"), details.get("new")
+    return diff(old if old is not None else {}, new if new is not None else {})

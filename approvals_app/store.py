@@ -228,7 +228,10 @@ class ApprovalStore(BaseStore):
 
     def get(self, approval_id: str) -> ApprovalRequest:
         approval = (
-            self._read().select_related("run", "replaces").filter(approval_id=approval_id).first()
+            self._read()
+            .select_related("run", "replaces", "replaced_by")
+            .filter(approval_id=approval_id)
+            .first()
         )
         if approval is None:
             raise NotFound("No such approval.", details={"approval_id": approval_id})
@@ -319,7 +322,7 @@ class ApprovalStore(BaseStore):
             self._read()
             .filter(in_tab)
             .alias(closed_at=Coalesce("decided_at", "expires_at"))
-            .select_related("run")
+            .select_related("run", "replaces")
             .defer("search")
         )
         if risk:

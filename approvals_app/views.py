@@ -27,7 +27,7 @@ from tenancy_app.permissions import Permission
 from tenancy_app.scoping import read_in_chunks
 
 from .models import RISK_RANK, Decision, Risk
-from .presentation import key_values
+from .presentation import key_values, schema_changes
 from .store import ApprovalStore
 
 INBOX_LIMIT = 100
@@ -95,6 +95,11 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
         # Reversed once per row here, not once per use in the template (up to five).
         approval.detail_url = _url(request, "approvals:detail", approval_id=approval.approval_id)
         approval.decide_url = _url(request, "approvals:decide", approval_id=approval.approval_id)
+        if approval.replaces_id is not None:  # asked again: the tool changed (select_related)
+            approval.replaces_url = _url(
+                request, "approvals:detail", approval_id=approval.replaces.approval_id
+            )
+            approval.schema_changes = schema_changes(approval.replaces.void_details)
     shown = rows[:INBOX_LIMIT]
     return render_page(
         request,
@@ -122,6 +127,7 @@ STATUS_TABS = {
     "rejected": "decided",
     "expired": "expired",
     "cancelled": "cancelled",
+    "voided": "voided",
 }
 
 
@@ -191,6 +197,11 @@ HISTORY_CSV_FIELDS = [
     "decision_reason",
     "first_approved_by",
     "first_approval_reason",
+    "voided_by",
+    "voided_at",
+    "void_reason_code",
+    "void_reason",
+    "replaces_approval_id",
 ]
 HISTORY_EXPORT_CHUNK = 500
 
@@ -269,6 +280,11 @@ def _history_csv(rows) -> Iterator[str]:
                 a.decision_reason,
                 a.first_approved_by,
                 a.first_approval_reason,
+                a.voided_by,
+                _iso(a.voided_at),
+                a.void_code,
+                a.void_reason,
+                a.replaces.approval_id if a.replaces_id is not None else "",
             ]
         )
         yield buffer.getvalue()

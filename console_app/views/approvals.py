@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals_app.forms import DecisionForm
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from approvals_app.presentation import argument_tree
+from approvals_app.presentation import argument_tree, schema_changes
 from approvals_app.store import ApprovalStore
 from approvals_app.views import inbox_page, quick_approvable
 from audit_app.actor import Actor
@@ -92,6 +92,14 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "focus": request.GET.get("decide", ""),
         "reason_required": approval.risk in ("high", "critical"),
         "allowed": set(approval.allowed_decisions),
+        # Voided by its runtime: why, and what changed in the tool; asked again as which.
+        "void_changes": schema_changes(approval.void_details),
+        "replaced_by": getattr(approval, "replaced_by", None),
+        # This asks again a voided approval's call: which, and what changed in the tool.
+        "replaces": approval.replaces,
+        "replaces_changes": schema_changes(approval.replaces.void_details)
+        if approval.replaces_id is not None
+        else [],
     }
     return render_page(
         request, "approvals/detail.html", context, fragment="decision", status=status

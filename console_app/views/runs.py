@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
@@ -65,6 +66,8 @@ def run_detail(request, run_id: str):
         history = history.filter(version__lt=before_version)
     history = list(history[: HISTORY_PAGE + 1])
     events = store.get_events(run_id=run_id, after=events_after, limit=EVENTS_PAGE + 1)
+    for event in events:
+        event.explained = explain_event(event.type, event.payload)
     context = {
         "nav": "runs",
         "run": run,
@@ -89,6 +92,51 @@ def run_detail(request, run_id: str):
             "controls": control_choices(run),
         }
     return render_page(request, "runs/detail.html", context, fragment=fragment)
+
+
+def _schema_lines(name: str, old: Any, new: Any) -> dict:
+    if old is None:
+        return {"title": f"Tool {name} added", "changes": []}
+    if new is None:
+        return {"title": f"Tool {name} removed", "changes": []}
+    return {"title": f"Tool {name}: its arguments schema changed", "changes": diff(old, new)}
+
+
+def explain_event(kind: str, payload: Any) -> list[dict]:
+    """What a resume found changed, readably: `agent.drift` (tools, model settings, approval
+    policy since the checkpoint) and `approval.voided` (an approval given for the old tool).
+    Each entry: a title and the changes by key path (agent-written: the template escapes)."""
+    if not isinstance(payload, dict):
+        return []
+    if kind == "agent.drift":
+        lines = [
+            _schema_lines(str(name), change.get("old"), change.get("new"))
+            for name, change in sorted((payload.get("tools") or {}).items())
+            if isinstance(change, dict)
+        ]
+        if payload.get("model_settings"):
+            lines.append({"title": "Model settings changed", "changes": []})
+        policy = payload.get("policy")
+        if isinstance(policy, dict):
+            lines.append(
+                {
+                    "title": "Approval policy changed",
+                    "changes": diff(policy.get("old") or {}, policy.get("new") or {}),
+                }
+            )
+        return lines
+    if kind == "approval.voided":
+        schema = payload.get("schema") if isinstance(payload.get("schema"), dict) else {}
+        title = (
+            f"Approval {payload.get('approval_id', '?')} ({payload.get('status', '?')}) voided: "
+            + (
+                "the tool changed since this was asked; the call is asked again"
+                if payload.get("reason") == "tool_changed"
+                else str(payload.get("reason", ""))
+            )
+        )
+        return [{"title": title, "changes": diff(schema.get("old") or {}, schema.get("new") or {})}]
+    return []
 
 
 def _with_edits(approvals: Iterable[ApprovalRequest]) -> list[ApprovalRequest]:
