@@ -144,6 +144,39 @@ def test_expiry_is_posted_too(tenant_a, django_capture_on_commit_callbacks):
     assert verify_signature(token.webhook_secret, headers, body)
 
 
+def test_a_void_is_posted_too_after_the_approval(
+    tenant_a, operator_a, django_capture_on_commit_callbacks
+):
+    from actions_app.approvals import ApprovalActions
+
+    with Receiver([204]) as receiver:
+        token, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(tenant_a, approval_id="apr-1", actor=asker)
+        with django_capture_on_commit_callbacks(execute=True), in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                approval_id="apr-1", decision="approve"
+            )
+        with django_capture_on_commit_callbacks(execute=True), in_tenant(tenant_a):
+            ApprovalActions(tenant_a, asker).void(
+                approval_id="apr-1",
+                reason_code="tool_changed",
+                reason="the tool changed",
+                details={"tool": "send_refund", "old": {}, "new": {"type": "object"}},
+            )
+    approved, voided = receiver.requests
+    assert json.loads(approved[1])["approval"]["status"] == "approved"
+    body = json.loads(voided[1])["approval"]
+    assert (body["status"], body["void_reason_code"], body["voided_by"]) == (
+        "voided",
+        "tool_changed",
+        "token:hooked",
+    )
+    # Each outcome is its own delivery.
+    assert voided[0]["webhook-id"] == delivery_id(tenant_a.pk, "apr-1", "voided")
+    assert voided[0]["webhook-id"] != approved[0]["webhook-id"]
+    assert verify_signature(token.webhook_secret, voided[0], voided[1])
+
+
 def test_a_refusing_receiver_is_not_retried(
     tenant_a, operator_a, django_capture_on_commit_callbacks
 ):
