@@ -205,10 +205,11 @@ class EffectStore(BaseStore):
         a later run resuming the same task finds what an earlier run did.
 
         Under a voided approval nothing is recorded (409 `approval_voided`): its
-        runtime said it would not run that call. The run's and the approval's
-        rows are read `FOR KEY SHARE` (run first, the order of every lock on
-        them), held until the effect is in, so a void racing this waits for it
-        and sees the effect, or this waits for the void and sees it.
+        runtime said it would not run that call. The run's row is read `FOR KEY
+        SHARE`, then the approval's `FOR NO KEY UPDATE` (run first, the order of
+        every lock on them; a void or a decision holds both `FOR UPDATE`), held
+        until the effect is in, so a void racing this waits for it and sees the
+        effect, or this waits for the void and sees it.
         """
         arguments = {
             "run_id": run_id,
