@@ -154,7 +154,8 @@ _RUNS = Run._meta.db_table
 _PENDING_COLUMNS = (
     "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
     " a.key_arguments, a.usual_arguments, a.allowed_decisions, a.call_digest, a.run_version,"
-    " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at"
+    " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
+    f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id)"
 )
 
 
@@ -178,6 +179,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         first_approval_reason,
         expires_at,
         created_at,
+        replaces_approval_id,
     ) = row
     loads = json.loads
     return {
@@ -204,6 +206,12 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         "first_approval_reason": first_approval_reason or None,
         "expires_at": expires_at,
         "created_at": created_at,
+        "voided_by": None,
+        "voided_at": None,
+        "void_reason_code": None,
+        "void_reason": None,
+        "void_details": None,
+        "replaces_approval_id": replaces_approval_id,
     }
 
 
