@@ -30,14 +30,17 @@ from .runs import RunActions
         409: error(
             "version_conflict (details.current_version): the run changed since it was read; "
             "invalid_transition (details.from, details.to): the status change is not allowed "
-            "or the run has finished"
+            "or the run has finished; run_claimed (details.claimed_by): another worker's claim "
+            "is live; content_deleted"
         ),
     },
     description=(
         "Exactly one of several writers with the same expected_version wins; the others get "
         "409 version_conflict with the current version. Fields left out stay as they are. "
         "A run that ends (succeeded, failed, cancelled) waits on nothing: its pending "
-        "approval is cancelled in the same transaction."
+        "approval is cancelled in the same transaction. While a worker's claim is live, "
+        "only that worker may write (worker). A run that goes to waiting_approval, suspended "
+        "or an end is held by nobody; one that succeeds without an error carries none."
     ),
 )
 @api_view(["POST"])
@@ -45,7 +48,10 @@ def run_transition(request, run_id: str):
     actions = RunActions(request.tenant, Actor.from_request(request))
     changes = validated(RunTransitionIn, request, lookup=lambda: actions.runs.get(run_id))
     expected_version = changes.pop("expected_version")
-    run = actions.compare_and_set(run_id=run_id, expected_version=expected_version, changes=changes)
+    worker = changes.pop("worker", None)
+    run = actions.compare_and_set(
+        run_id=run_id, expected_version=expected_version, changes=changes, worker=worker
+    )
     return Response(run_data(run))
 
 

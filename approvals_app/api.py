@@ -39,6 +39,7 @@ from stateroom.contract import (
     StrictIntegerField,
     StrictSerializer,
     query,
+    worker_field,
 )
 from stateroom.ids import PUBLIC_ID_RE
 from tenancy_app.auth import IsOperatorToken
@@ -180,6 +181,7 @@ class ApprovalRequestIn(StrictSerializer):
         max_length=128,
         help_text="The voided approval of this run that this one asks again",
     )
+    worker = worker_field()
 
 
 class ApprovalCancelIn(StrictSerializer):
@@ -273,12 +275,14 @@ def approval_data(approval: ApprovalRequest) -> dict:
         409: error(
             "version_conflict (details.current_version); invalid_transition: the run cannot "
             "wait from its status; approval_pending: it already waits on an approval; "
-            "approval_exists: duplicate approval_id"
+            "approval_exists: duplicate approval_id; run_claimed (details.claimed_by): "
+            "another worker's claim on the run is live; content_deleted"
         ),
     },
     description=(
         "The run moves to `waiting_approval` with `pending_approval_id` set in the same "
-        "transaction as the approval is created."
+        "transaction as the approval is created. While a worker's claim on the run is live, "
+        "only that worker (`worker`) may ask; the waiting run is then held by nobody."
     ),
 )
 @api_view(["POST"])

@@ -468,7 +468,10 @@ class ApprovalStore(BaseStore):
         The run must be at `expected_version` (409 `version_conflict`), may go
         to `waiting_approval` (409 `invalid_transition`) and waits on no other
         approval (409 `approval_pending`). `run_version` is recorded as the
-        run's version after that move (`expected_version` + 1).
+        run's version after that move (`expected_version` + 1). While a
+        worker's claim on the run is live, only that `worker` may ask (409
+        `run_claimed`, tested in the run's compare-and-set); the run then
+        waits for a person and is held by nobody.
         """
         now = self.now()
         with self.atomic():
@@ -1164,8 +1167,9 @@ class ApprovalStore(BaseStore):
         changes: dict[str, Any] = {"pending_approval_id": ""}
         if run.status == RunStatus.WAITING_APPROVAL:
             changes["status"] = to_status
+        # A decision, an expiry, a withdrawal: no worker's claim holds them back.
         moved = RunStateStore(self.tenant, self.actor, clock=self.now).compare_and_set(
-            run_id=run.run_id, expected_version=run.version, changes=changes
+            run_id=run.run_id, expected_version=run.version, changes=changes, as_runtime=False
         )
         for field in ("status", "pending_approval_id", "version", "updated_at"):
             setattr(run, field, getattr(moved, field))

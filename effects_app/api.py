@@ -23,6 +23,7 @@ from stateroom.contract import (
     StrictDictField,
     StrictSerializer,
     query,
+    worker_field,
 )
 
 from .models import EffectStatus, ExternalEffect
@@ -42,10 +43,12 @@ class EffectRecordIn(StrictSerializer):
     approval_id = StrictCharField(
         max_length=128, required=False, help_text="The approval this call was allowed by"
     )
+    worker = worker_field()
 
 
 class EffectCommitIn(StrictSerializer):
     result = StrictDictField()
+    worker = worker_field()
 
 
 class EffectErrorIn(OpenObject):
@@ -56,6 +59,7 @@ class EffectErrorIn(OpenObject):
 
 class EffectFailIn(StrictSerializer):
     error = EffectErrorIn()
+    worker = worker_field()
 
 
 class RunEffectsQuery(PageQuery):
@@ -128,6 +132,10 @@ def effect_data(effect: ExternalEffect) -> dict:
         201: OpenApiResponse(EffectOut, description="A new record, in `started`"),
         200: OpenApiResponse(EffectOut, description="The existing record under this key"),
         **ERRORS_WRITE,
+        409: error(
+            "run_claimed (details.claimed_by): another worker's claim on the run is live; "
+            "content_deleted"
+        ),
         422: error(
             "Field validation failed, or idempotency_key_reused: the key was used for a "
             "different request"
@@ -135,7 +143,8 @@ def effect_data(effect: ExternalEffect) -> dict:
     },
     description=(
         "201 with a new record in `started`; the same key again returns 200 with the "
-        "existing record (any status), never a second record."
+        "existing record (any status), never a second record. While a worker's claim on "
+        "the run is live, only that worker (`worker`) may record, commit or fail."
     ),
 )
 @extend_schema(
@@ -184,8 +193,9 @@ def effect_list(request):
         200: EffectOut,
         **ERRORS_STATEFUL,
         409: error(
-            "effect_conflict: already committed with a different result; or "
-            "invalid_transition: the effect is failed or unknown"
+            "effect_conflict: already committed with a different result; "
+            "invalid_transition: the effect is failed or unknown; run_claimed: another "
+            "worker's claim on the run is live; content_deleted"
         ),
     },
     description="Committing again with the same result returns 200 unchanged.",
@@ -205,8 +215,9 @@ def effect_commit(request, effect_id: str):
         200: EffectOut,
         **ERRORS_STATEFUL,
         409: error(
-            "effect_conflict: already failed with a different error; or "
-            "invalid_transition: the effect is committed or unknown"
+            "effect_conflict: already failed with a different error; "
+            "invalid_transition: the effect is committed or unknown; run_claimed: another "
+            "worker's claim on the run is live; content_deleted"
         ),
     },
 )

@@ -9,8 +9,14 @@ instead of repeating it. An effect whose outcome was lost in a crash is
 record/commit/fail are runtime hot-path writes and are not audited; marking an
 effect unknown and settling it are audited.
 
+While a worker's claim on the run is live (`runs_app.claims`), record, commit
+and fail must name that worker (409 `run_claimed` otherwise, nothing
+written): the claim is tested on the run row in the record's own statement,
+or under the run's row lock (`FOR SHARE`) taken before the effect's, so a
+claim taken at the same time waits for the write or refuses it.
+
 Once a deletion of its run's session's content is requested, the run is
-fenced and record/commit/fail are 409 `content_deleted`. Content
+fenced and record/commit/fail are 409 `content_deleted` (before `run_claimed`). Content
 (`CONTENT`: request, result, error) is redacted through `redact_content`;
 key, digest, tool and status stay, so idempotency still holds for any other
 run that records the same key.
@@ -27,6 +33,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
+from runs_app.claims import claim_condition, claimed_elsewhere
 from runs_app.models import Run
 from stateroom.canonical import legacy_digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
@@ -198,11 +205,14 @@ class EffectStore(BaseStore):
         request: dict,
         node_id: str = "",
         approval_id: str | None = None,
+        worker: str | None = None,
     ) -> tuple[ExternalEffect, bool]:
         """Record an effect about to happen, or return the one already under this key.
 
         Returns `(effect, created)`. The key is unique per tenant across runs, so
         a later run resuming the same task finds what an earlier run did.
+        While another worker's claim on the run is live, nothing is recorded
+        or returned (409 `run_claimed`).
 
         Under a voided approval nothing is recorded (409 `approval_voided`): its
         runtime said it would not run that call. The run's row is read `FOR KEY
@@ -218,6 +228,7 @@ class EffectStore(BaseStore):
             "request": request,
             "node_id": node_id,
             "approval_id": approval_id,
+            "worker": worker,
         }
         if approval_id is None:
             return self._record(**arguments)
@@ -235,6 +246,7 @@ class EffectStore(BaseStore):
         request: dict,
         node_id: str,
         approval_id: str | None,
+        worker: str | None,
     ) -> tuple[ExternalEffect, bool]:
         idempotency_key = _text("idempotency_key", idempotency_key, KEY_MAX)
         tool_name = _text("tool_name", tool_name, TOOL_MAX)
@@ -259,18 +271,35 @@ class EffectStore(BaseStore):
             "updated_at": now,
         }
         # One INSERT … SELECT finds the run and records the effect unless the
-        # key is taken. A concurrent caller with the same key makes it wait on
-        # the unique index until that caller's transaction ends: committed, the
-        # INSERT does nothing and its record is returned; rolled back, ours goes in.
+        # key is taken or another worker holds the run. A concurrent caller with
+        # the same key makes it wait on the unique index until that caller's
+        # transaction ends: committed, the INSERT does nothing and its record is
+        # returned; rolled back, ours goes in. The run row is read FOR SHARE, so
+        # a claim being taken makes the INSERT wait and see it, and a claim
+        # taken after waits for this transaction.
         names, selects, params = insert_from(ExternalEffect, values, expressions={"run_id": "r.id"})
+        claim_sql, claim_params = claim_condition(worker, now, alias="r")
+        insert = (
+            f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
+            " WHERE r.tenant_id = %s AND r.run_id = %s AND r.content_fenced_at IS NULL"
+            f" AND {claim_sql} FOR SHARE OF r"
+            " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id"
+        )
+        insert_params = [*params, self.tenant.pk, run_id, *claim_params]
         with hot_cursor(alone=True) as cursor:
-            cursor.execute(
-                f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
-                " WHERE r.tenant_id = %s AND r.run_id = %s AND r.content_fenced_at IS NULL"
-                " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id",
-                [*params, self.tenant.pk, run_id],
-            )
+            cursor.execute(insert, insert_params)
             row = cursor.fetchone()
+        if row is None:
+            with self.atomic():
+                # Why not: under the run's lock, so the claim stays as read.
+                # Unknown run: 404 whatever the key; a fenced run takes no
+                # effect, not even a replay; another worker's run neither.
+                self._hold_run(run_id=run_id, worker=worker, now=now)
+                existing = self._existing(idempotency_key)
+                if existing is None:  # the claim was dropped since the INSERT: it goes in now
+                    with hot_cursor() as cursor:
+                        cursor.execute(insert, insert_params)
+                        row = cursor.fetchone()
         if row is not None:
             effect = ExternalEffect(id=row[0], run_id=row[1], **values)
             effect._state.adding, effect._state.db = False, DEFAULT_DB_ALIAS
@@ -278,24 +307,8 @@ class EffectStore(BaseStore):
             if approval is not None:
                 effect.approval = approval
             return effect, True
-        # Unknown run: 404 whatever the key; a fenced run takes no effect, not even a replay.
-        with self.reading():
-            if self.get_run(run_id).content_fenced_at is not None:
-                raise ContentDeleted("run", run_id=run_id)
-            with hot_cursor() as cursor:
-                cursor.execute(
-                    f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
-                    f" JOIN {_RUNS} r ON r.id = e.run_id"
-                    " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
-                    [self.tenant.pk, idempotency_key],
-                )
-                row = cursor.fetchone()
-        # A key recorded by another run of this tenant (an earlier attempt at the
-        # task) is returned.
-        if row is None:  # pragma: no cover - the key was just seen taken
+        if existing is None:  # pragma: no cover - the key was just seen taken
             raise Conflict("The effect changed while recording; retry.", code="effect_contention")
-        existing = model_from_row(ExternalEffect, row[:-1])
-        existing.run = known(Run, existing.run_id, run_id=row[-1])
         return self._same_request(
             existing, wanted, legacy_request_digest(tool_name, request)
         ), False
@@ -327,8 +340,27 @@ class EffectStore(BaseStore):
             )
         return approval
 
-    def commit(self, *, effect_id: str, result: dict) -> ExternalEffect:
+    def _existing(self, idempotency_key: str) -> ExternalEffect | None:
+        """The record under this key with its run's public id, or None."""
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
+                f" JOIN {_RUNS} r ON r.id = e.run_id"
+                " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
+                [self.tenant.pk, idempotency_key],
+            )
+            row = cursor.fetchone()
+        # A key recorded by another run of this tenant (an earlier attempt at the
+        # task) is returned too.
+        if row is None:
+            return None
+        existing = model_from_row(ExternalEffect, row[:-1])
+        existing.run = known(Run, existing.run_id, run_id=row[-1])
+        return existing
+
+    def commit(self, *, effect_id: str, result: dict, worker: str | None = None) -> ExternalEffect:
         with self.atomic():
+            self._hold_effect_run(effect_id=effect_id, worker=worker)
             effect = self._lock(effect_id)
             self._refuse_fenced(effect)
             result = _json_object("result", result)
@@ -352,8 +384,9 @@ class EffectStore(BaseStore):
             effect.save(update_fields=["status", "result", "updated_at"])
         return effect
 
-    def fail(self, *, effect_id: str, error: dict) -> ExternalEffect:
+    def fail(self, *, effect_id: str, error: dict, worker: str | None = None) -> ExternalEffect:
         with self.atomic():
+            self._hold_effect_run(effect_id=effect_id, worker=worker)
             effect = self._lock(effect_id)
             self._refuse_fenced(effect)
             error = _json_object("error", error)
@@ -460,6 +493,58 @@ class EffectStore(BaseStore):
         )
 
     # --- helpers ------------------------------------------------------------
+    def _hold_run(self, *, run_id: str, worker: str | None, now: datetime) -> None:
+        """Lock the run row FOR SHARE (until the transaction ends) and refuse a write to it:
+        404 unknown run, 409 `content_deleted`, 409 `run_claimed` (another worker's live claim).
+        """
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"SELECT content_fenced_at, claimed_by, claim_until, version FROM {_RUNS}"
+                " WHERE tenant_id = %s AND run_id = %s FOR SHARE",
+                [self.tenant.pk, run_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise NotFound("No such run.", details={"run_id": run_id})
+        self._refuse(run_id, row, worker=worker, now=now)
+
+    def _hold_effect_run(self, *, effect_id: str, worker: str | None) -> None:
+        """`_hold_run` for the run of an effect: the run's row lock comes before the effect's."""
+        with hot_cursor() as cursor:
+            cursor.execute(
+                f"SELECT r.content_fenced_at, r.claimed_by, r.claim_until, r.version, r.run_id"
+                f" FROM {_RUNS} r JOIN {_EFFECTS} e ON e.run_id = r.id"
+                " WHERE e.tenant_id = %s AND e.effect_id = %s FOR SHARE OF r",
+                [self.tenant.pk, effect_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise NotFound("No such effect.", details={"effect_id": effect_id})
+        self._refuse(row[4], row[:4], worker=worker, now=self.now(), effect_id=effect_id)
+
+    @staticmethod
+    def _refuse(
+        run_id: str,
+        row: tuple,
+        *,
+        worker: str | None,
+        now: datetime,
+        effect_id: str | None = None,
+    ) -> None:
+        fenced_at, claimed_by, claim_until, version = row
+        if fenced_at is not None:
+            extra = {"effect_id": effect_id} if effect_id else {}
+            raise ContentDeleted("run", run_id=run_id, **extra)
+        refusal = claimed_elsewhere(
+            claimed_by=claimed_by,
+            claim_until=claim_until,
+            worker=worker,
+            now=now,
+            version=version,
+        )
+        if refusal is not None:
+            raise refusal
+
     @staticmethod
     def _refuse_fenced(effect: ExternalEffect) -> None:
         if effect.run.content_fenced_at is not None:

@@ -8,6 +8,7 @@ approval: it is actions_app.api, above runs and approvals.
 
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import (
+    OpenApiResponse,
     extend_schema,
     inline_serializer,
 )
@@ -25,6 +26,7 @@ from stateroom.api import (
 )
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (
+    WORKER_MAX_LENGTH,
     DecimalStringField,
     NoQuery,
     PageQuery,
@@ -36,14 +38,17 @@ from stateroom.contract import (
     StrictIntegerField,
     StrictSerializer,
     query,
+    worker_field,
 )
 from stateroom.ids import PUBLIC_ID_RE
 
 from .models import Run, RunEvent, RunStatus
 from .store import (
+    DEFAULT_LEASE_SECONDS,
     MAX_COUNTER,
     MAX_EVENT_TYPE_LENGTH,
     MAX_EVENTS_PER_APPEND,
+    MAX_LEASE_SECONDS,
     STRING_LIMITS,
     RunStateStore,
 )
@@ -71,6 +76,13 @@ class RunOut(serializers.Serializer):
     last_checkpoint_id = EmptyAsNullCharField()
     error = serializers.JSONField(allow_null=True)
     version = serializers.IntegerField()
+    claimed_by = EmptyAsNullCharField(
+        help_text="The worker that last claimed the run; null while nobody has (a run waiting "
+        "for a person or ended is held by nobody)"
+    )
+    claim_until = serializers.DateTimeField(
+        allow_null=True, help_text="The claim's lease: past it, another worker may claim the run"
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -109,7 +121,12 @@ class RunTransitionIn(StrictSerializer):
         max_digits=18, decimal_places=6, min_value=0, required=False, help_text="Decimal string"
     )
     last_checkpoint_id = _text("last_checkpoint_id")
-    error = StrictDictField(required=False, allow_null=True)
+    error = StrictDictField(
+        required=False,
+        allow_null=True,
+        help_text="null clears it; a move to succeeded without it clears it too",
+    )
+    worker = worker_field()
 
 
 class RunEventIn(StrictSerializer):
@@ -120,6 +137,20 @@ class RunEventIn(StrictSerializer):
 
 class RunEventsIn(StrictSerializer):
     events = RunEventIn(many=True, allow_empty=False, max_length=MAX_EVENTS_PER_APPEND)
+    worker = worker_field()
+
+
+class RunClaimIn(StrictSerializer):
+    worker = StrictCharField(
+        min_length=1, max_length=WORKER_MAX_LENGTH, help_text="A name unique to this worker process"
+    )
+    expected_version = StrictIntegerField(min_value=1)
+    lease_seconds = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_LEASE_SECONDS,
+        required=False,
+        help_text=f"How long the claim lasts unless renewed (default {DEFAULT_LEASE_SECONDS})",
+    )
 
 
 class RunListQuery(PageQuery):
@@ -228,7 +259,10 @@ def run_detail(request, run_id: str):
     responses={
         201: AppendedEvents,
         **ERRORS_STATEFUL,
-        409: error("run_terminal: the run has finished and takes no more events"),
+        409: error(
+            "run_terminal: the run has finished and takes no more events; run_claimed "
+            "(details.claimed_by): another worker's claim is live; content_deleted"
+        ),
     },
 )
 @extend_schema(
@@ -254,5 +288,39 @@ def run_events(request, run_id: str):
             next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
         return Response({"results": [event_data(e) for e in rows], "next": next_url})
     data = validated(RunEventsIn, request, lookup=lambda: None)
-    events = store.append_events(run_id=run_id, events=data["events"])
+    events = store.append_events(run_id=run_id, events=data["events"], worker=data.get("worker"))
     return Response({"first_seq": events[0].seq, "last_seq": events[-1].seq}, status=201)
+
+
+@extend_schema(
+    operation_id="runs_claim",
+    summary="Become the run's only runtime writer until the lease ends (or renew)",
+    request=RunClaimIn,
+    responses={
+        200: OpenApiResponse(RunOut, description="The run, claimed, at version + 1"),
+        **ERRORS_STATEFUL,
+        409: error(
+            "run_claimed (details.claimed_by, claim_until): another worker's claim is live; "
+            "version_conflict (details.current_version): the run changed since it was read; "
+            "invalid_transition: the run has finished; content_deleted"
+        ),
+    },
+    description=(
+        "A compare-and-set at expected_version: of several workers claiming the same version "
+        "one wins. The same worker renews its claim. While the claim is live, every runtime "
+        "write to the run (transition, events, approval requests, effects) must carry this "
+        "worker; without it, or with another, it is 409 run_claimed and nothing is written. "
+        "A run that goes to waiting_approval, suspended or an end is held by nobody."
+    ),
+)
+@api_view(["POST"])
+def run_claim(request, run_id: str):
+    store = _store(request)
+    data = validated(RunClaimIn, request, lookup=lambda: store.get(run_id))
+    run = store.claim(
+        run_id=run_id,
+        worker=data["worker"],
+        expected_version=data["expected_version"],
+        lease_seconds=data.get("lease_seconds") or DEFAULT_LEASE_SECONDS,
+    )
+    return Response(run_data(run))

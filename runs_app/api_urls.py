@@ -8,4 +8,5 @@ urlpatterns = [
     path("runs", api.run_collection, name="api-runs"),
     path("runs/<pid:run_id>", api.run_detail, name="api-run"),
     path("runs/<pid:run_id>/events", api.run_events, name="api-run-events"),
+    path("runs/<pid:run_id>/claim", api.run_claim, name="api-run-claim"),
 ]

@@ -11,6 +11,18 @@ Runtime writes (create, CAS, events, node executions) are not audited; the
 actions of people and of the system (`run.cancelled`, `run.deadline_exceeded`)
 are, in the same transaction.
 
+Claims: a worker that claims a run (`claim`) is its only runtime writer until
+the lease ends. While the claim is live, every runtime write to the run (its
+compare-and-set, events, and what builds on it: approval requests, effects)
+must name that worker; another worker or none is 409 `run_claimed` and
+nothing is written. The check is part of the write's own statement (or made
+under the run's row lock), so a claim taken concurrently either comes first
+and refuses the write, or waits for it. People's and the system's changes
+(decisions, cancel, suspend, resume, expiry, the deadline sweep) are not held
+back by claims. A run that waits for a person (`waiting_approval`,
+`suspended`) or has ended is held by nobody: the change that puts it there
+drops the claim, so whoever continues the run claims it afresh.
+
 Once a deletion of its session's content is requested the run is fenced
 (`content_fenced_at`): every runtime write to it (compare-and-set, claim,
 events, node executions, and what builds on it: approval requests, effects)
@@ -50,6 +62,7 @@ from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken
 
+from .claims import claim_condition, claimed_elsewhere
 from .models import (
     RUN_TRANSITIONS,
     TERMINAL_RUN_STATUSES,
@@ -90,7 +103,14 @@ _MAX_COST = Decimal(10) ** 12
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
 MAX_LEASE_SECONDS = 86400
+MAX_WORKER_LENGTH = 200
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
+# Statuses in which no worker works on a run: moving there drops the claim.
+UNCLAIMED_STATUSES = frozenset(
+    {RunStatus.WAITING_APPROVAL, RunStatus.SUSPENDED, *TERMINAL_RUN_STATUSES}
+)
+_NO_CLAIM = {"claimed_by": "", "claim_until": None}
+DEFAULT_LEASE_SECONDS = 60
 _NOT_FENCED = ('"content_fenced_at" IS NULL', [])
 
 RUN_EVENT_PAYLOADS = "run_event_payloads"
@@ -368,6 +388,7 @@ class RunStateStore(BaseStore):
         expected_version: int,
         changes: dict[str, Any],
         worker: str | None = None,
+        as_runtime: bool = True,
     ) -> Run:
         """Apply `changes` if the run is still at `expected_version`; version + 1.
 
@@ -376,11 +397,15 @@ class RunStateStore(BaseStore):
         tenant); 409 `content_deleted` for a fenced run; 409 `invalid_transition`
         for a terminal run or a status the state machine does not allow from
         the current one; 409 `version_conflict` (details.current_version) for a
-        stale version; 409 `run_claimed` when `worker` is given and another
-        worker's claim is live. `worker=None` is a caller that takes no part in
-        claims (the approval flow, people): only the version protects it.
+        stale version; 409 `run_claimed` when another worker's claim is live
+        (a runtime write, `as_runtime`, must name the claiming `worker`).
+        `as_runtime=False` is a change by a person or the system (a decision,
+        an expiry) that no claim holds back: only the version protects it.
         A run that ends here waits on no approval any more (`pending_approval_id`
         cleared); `RunActions.compare_and_set` also withdraws the approval.
+        A run that moves to `waiting_approval`, `suspended` or an end is held
+        by nobody (its claim dropped); one that succeeds without an `error`
+        in `changes` carries none (a recovered run's old error goes).
         """
         values = self._clean_changes(changes)
         target = values.get("status")
@@ -395,13 +420,18 @@ class RunStateStore(BaseStore):
             self._status_condition(allowed_from(target) if target else NON_TERMINAL_STATUSES),
             _NOT_FENCED,
         ]
-        if worker:
+        if as_runtime:
             conditions.append(self._claim_condition(worker, now))
+        sets: dict[str, Any] = {**values, "updated_at": now}
+        if target in UNCLAIMED_STATUSES:
+            sets.update(_NO_CLAIM)
+        if target == RunStatus.SUCCEEDED and "error" not in values:
+            sets["error"] = None
         # One statement: it changes the run and records its transition, or
         # writes nothing and reads why (no second query, no savepoint).
         run, seen = self._update_explained(
             run_id=run_id,
-            sets={**values, "updated_at": now},
+            sets=sets,
             conditions=conditions,
             transition=Transition(values, worker, now),
         )
@@ -410,7 +440,8 @@ class RunStateStore(BaseStore):
                 run_id=run_id,
                 expected_version=expected_version,
                 target=target,
-                worker=worker,
+                worker=worker if as_runtime else None,
+                claims=as_runtime,
                 now=now,
                 seen=seen,
                 explained=True,
@@ -418,7 +449,12 @@ class RunStateStore(BaseStore):
         return run
 
     def claim(
-        self, *, run_id: str, worker: str, expected_version: int, lease_seconds: int = 60
+        self,
+        *,
+        run_id: str,
+        worker: str,
+        expected_version: int,
+        lease_seconds: int = DEFAULT_LEASE_SECONDS,
     ) -> Run:
         """Make `worker` the run's only writer until the lease ends; version + 1.
 
@@ -427,9 +463,16 @@ class RunStateStore(BaseStore):
         The same worker may renew its claim. A worker whose claim expired and
         was taken is superseded: its version is stale and the claim is not its.
         """
-        if not worker or len(worker) > 200:
-            raise Unprocessable("A worker name is required.", details={"worker": ["1-200 chars"]})
-        if not 1 <= lease_seconds <= MAX_LEASE_SECONDS:
+        if not isinstance(worker, str) or not worker or len(worker) > MAX_WORKER_LENGTH:
+            raise Unprocessable(
+                "A worker name is required.",
+                details={"worker": [f"1-{MAX_WORKER_LENGTH} characters"]},
+            )
+        if (
+            isinstance(lease_seconds, bool)
+            or not isinstance(lease_seconds, int)
+            or not 1 <= lease_seconds <= MAX_LEASE_SECONDS
+        ):
             raise Unprocessable(
                 "lease_seconds out of range.",
                 details={"lease_seconds": [f"from 1 to {MAX_LEASE_SECONDS}"]},
@@ -456,6 +499,7 @@ class RunStateStore(BaseStore):
                     expected_version=expected_version,
                     target=None,
                     worker=worker,
+                    claims=True,
                     now=now,
                 )
         return run
@@ -525,7 +569,9 @@ class RunStateStore(BaseStore):
         """One compare-and-set by a person (or the system), audited, the runtime told."""
         now = self.now()
         allowed = tuple(allowed)
-        sets: dict[str, Any] = {"status": to_status, "updated_at": now}
+        # A person takes the run from whichever worker held it: cancelled or
+        # suspended it is held by nobody, resumed it goes to the next claimant.
+        sets: dict[str, Any] = {"status": to_status, "updated_at": now, **_NO_CLAIM}
         if to_status in TERMINAL_RUN_STATUSES or to_status == RunStatus.SUSPENDED:
             sets["pending_approval_id"] = ""  # a paused or ended run waits on nothing
         conditions = [self._status_condition(allowed)]
@@ -626,6 +672,7 @@ class RunStateStore(BaseStore):
                         "error": error,
                         "pending_approval_id": "",
                         "updated_at": now,
+                        **_NO_CLAIM,
                     },
                     conditions=[
                         self._status_condition(NON_TERMINAL_STATUSES),
@@ -646,33 +693,49 @@ class RunStateStore(BaseStore):
         return failed
 
     # --- events and node executions ---------------------------------------
-    def append_events(self, *, run_id: str, events: list[dict[str, Any]]) -> list[RunEvent]:
+    def append_events(
+        self, *, run_id: str, events: list[dict[str, Any]], worker: str | None = None
+    ) -> list[RunEvent]:
         """Append events with gap-free per-run `seq`s.
 
         One `UPDATE run SET last_event_seq = last_event_seq + n … RETURNING`
         reserves the numbers; its row lock orders concurrent appenders and a
         rolled-back append gives its numbers back. A finished run takes no
-        more events (409 `run_terminal`).
+        more events (409 `run_terminal`); while another worker's claim is
+        live, none from anyone else (409 `run_claimed`).
         """
         rows = self._clean_events(events)
         now = self.now()
         with self.atomic():
-            run = self._update_returning(
-                where={"run_id": run_id},
-                sets={},
-                conditions=[self._status_condition(NON_TERMINAL_STATUSES), _NOT_FENCED],
-                increments={"last_event_seq": len(rows)},
-                bump_version=False,
-            )
-            if run is None:
+            for _attempt in range(2):
+                run = self._update_returning(
+                    where={"run_id": run_id},
+                    sets={},
+                    conditions=[
+                        self._status_condition(NON_TERMINAL_STATUSES),
+                        _NOT_FENCED,
+                        self._claim_condition(worker, now),
+                    ],
+                    increments={"last_event_seq": len(rows)},
+                    bump_version=False,
+                )
+                if run is not None:
+                    break
                 current = self.get(run_id)
                 if current.content_fenced_at is not None:
                     raise ContentDeleted("run", run_id=run_id)
-                raise Conflict(
-                    "The run has finished; it takes no more events.",
-                    code="run_terminal",
-                    details={"status": current.status},
-                )
+                if current.is_terminal:
+                    raise Conflict(
+                        "The run has finished; it takes no more events.",
+                        code="run_terminal",
+                        details={"status": current.status},
+                    )
+                refusal = self._claimed_elsewhere(current, worker, now)
+                if refusal is not None:
+                    raise refusal
+                # The claim was dropped between the update and the read: try again.
+            else:  # pragma: no cover - a claim taken and dropped again in between
+                raise Conflict("The run changed while appending; retry.", code="append_contention")
             first = run.last_event_seq - len(rows) + 1
             created = RunEvent.objects.bulk_create(
                 [
@@ -926,12 +989,19 @@ class RunStateStore(BaseStore):
             return ("1 = 0", [])
         return (f'"status" IN ({", ".join(["%s"] * len(statuses))})', statuses)
 
-    def _claim_condition(self, worker: str, now: datetime) -> tuple[str, list[Any]]:
-        """The claim is free, this worker's own, or expired."""
-        return (
-            '("claimed_by" = \'\' OR "claimed_by" = %s OR "claim_until" IS NULL'
-            ' OR "claim_until" <= %s)',
-            [worker, self._db_value("claim_until", now)],
+    def _claim_condition(self, worker: str | None, now: datetime) -> tuple[str, list[Any]]:
+        """The claim is free, this worker's own, or expired (no worker: free or expired)."""
+        return claim_condition(worker, self._db_value("claim_until", now))
+
+    @staticmethod
+    def _claimed_elsewhere(run: Run | Seen, worker: str | None, now: datetime) -> Conflict | None:
+        """409 `run_claimed` if another worker's claim on `run` is live at `now`."""
+        return claimed_elsewhere(
+            claimed_by=run.claimed_by,
+            claim_until=run.claim_until,
+            worker=worker,
+            now=now,
+            version=run.version,
         )
 
     def _update_sql(
@@ -1066,6 +1136,7 @@ class RunStateStore(BaseStore):
         now: datetime,
         seen: Seen | None = None,
         explained: bool = False,
+        claims: bool = True,
     ) -> Exception:
         """The error for a conditional update that matched nothing.
 
@@ -1092,21 +1163,9 @@ class RunStateStore(BaseStore):
                     "status": run.status,
                 },
             )
-        if (
-            worker
-            and run.claimed_by not in ("", worker)
-            and run.claim_until
-            and run.claim_until > now
-        ):
-            return Conflict(
-                "Another worker holds the run.",
-                code="run_claimed",
-                details={
-                    "claimed_by": run.claimed_by,
-                    "claim_until": run.claim_until.isoformat(),
-                    "current_version": run.version,
-                },
-            )
+        claimed = self._claimed_elsewhere(run, worker, now) if claims else None
+        if claimed is not None:
+            return claimed
         if target and run.status not in allowed_from(target):
             return Conflict(
                 f"A run cannot go from {run.status} to {target}.",

@@ -139,6 +139,24 @@ class StrictDictField(serializers.DictField):
         return super().to_internal_value(data)
 
 
+WORKER_MAX_LENGTH = 200
+
+
+def worker_field() -> StrictCharField:
+    """`worker` of a runtime write: the name the worker claimed the run with.
+
+    One definition for every write a run's claim fences (transition, events,
+    approval requests, effects).
+    """
+    return StrictCharField(
+        required=False,
+        min_length=1,
+        max_length=WORKER_MAX_LENGTH,
+        help_text="The worker that claimed the run (POST /runs/{run_id}/claim). While a claim "
+        "is live, a write without it, or with another worker, is 409 run_claimed.",
+    )
+
+
 def strings(max_length: int, **kwargs) -> serializers.ListField:
     return serializers.ListField(child=StrictCharField(max_length=max_length), **kwargs)
 

@@ -333,7 +333,7 @@ def test_schema_documents_every_effect_endpoint(client, db):
     paths = schema["paths"]
     write = {"400", "401", "404", "411", "413", "422", "429", "503"}
     documented = {
-        ("post", "/api/v1/runs/{run_id}/effects"): write | {"200", "201"},
+        ("post", "/api/v1/runs/{run_id}/effects"): write | {"200", "201", "409"},
         ("get", "/api/v1/runs/{run_id}/effects"): {"200", "401", "404", "422", "429", "503"},
         ("get", "/api/v1/effects"): {"200", "401", "404", "422", "429", "503"},
         ("post", "/api/v1/effects/{effect_id}/commit"): write | {"200", "409"},

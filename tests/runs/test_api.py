@@ -65,6 +65,8 @@ def test_create_run_returns_201_in_created_at_version_1(api_a, tenant_a):
         "last_checkpoint_id": None,
         "error": None,
         "version": 1,
+        "claimed_by": None,
+        "claim_until": None,
     }
     assert reload(tenant_a, "r-1")["deadline_at"] == datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -186,6 +188,8 @@ def test_transition_applies_changes_and_returns_version_plus_1(api_a, tenant_a):
         "last_checkpoint_id": "cp-1",
         "error": None,
         "version": 2,
+        "claimed_by": None,
+        "claim_until": None,
     }
     failed = post(
         api_a,
