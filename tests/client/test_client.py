@@ -21,6 +21,7 @@ from stateroom_client import (
     NotFound,
     Page,
     Run,
+    RunClaimed,
     Session,
     StateroomClient,
     StateroomError,
@@ -211,6 +212,48 @@ def test_runs_create_transition_and_events(client):
     ]
     assert [e.seq for e in client.get_events("r-2", after=1)] == [2, 3]
     assert [e.seq for e in client.iter_events("r-2", page_size=2)] == [1, 2, 3]
+
+
+def test_claims_fence_every_runtime_write_of_another_worker(client):
+    run = client.create_run(run_id="r-c")
+    run = client.transition_run("r-c", expected_version=run.version, status="running")
+    claimed = client.claim_run("r-c", worker="w1", expected_version=run.version, lease_seconds=30)
+    assert (claimed.claimed_by, claimed.version) == ("w1", run.version + 1)
+    assert claimed.claim_until is not None and claimed.claim_until > datetime.now(UTC)
+    with pytest.raises(RunClaimed) as taken:
+        client.claim_run("r-c", worker="w2", expected_version=claimed.version)
+    assert (taken.value.code, taken.value.claimed_by) == ("run_claimed", "w1")
+    assert taken.value.claim_until == claimed.claim_until.isoformat()
+    effect = client.record_effect(
+        "r-c", idempotency_key="k-c", tool_name="t", request={}, worker="w1"
+    )
+    refused = [
+        lambda: client.transition_run("r-c", expected_version=claimed.version, token_used=1),
+        lambda: client.append_events("r-c", [{"type": "t", "payload": None}], worker="w2"),
+        lambda: client.record_effect("r-c", idempotency_key="k-d", tool_name="t", request={}),
+        lambda: client.commit_effect(effect.effect_id, result={}, worker="w2"),
+        lambda: client.fail_effect(effect.effect_id, error={"message": "x"}),
+        lambda: client.request_approval(
+            "r-c", expected_version=claimed.version, tool_name="t", arguments={}, risk="low"
+        ),
+    ]
+    for write in refused:
+        with pytest.raises(RunClaimed):
+            write()
+    assert client.get_run("r-c") == claimed
+    client.append_events("r-c", [{"type": "t", "payload": None}], worker="w1")
+    assert client.commit_effect(effect.effect_id, result={}, worker="w1").status == "committed"
+    renewed = client.claim_run("r-c", worker="w1", expected_version=claimed.version)
+    waiting = client.request_approval(
+        "r-c",
+        expected_version=renewed.version,
+        tool_name="t",
+        arguments={},
+        risk="low",
+        worker="w1",
+    )
+    run = client.get_run(waiting.run_id)
+    assert (run.status, run.claimed_by, run.claim_until) == ("waiting_approval", "", None)
 
 
 def _waiting_run(client: StateroomClient, run_id: str = "r-1") -> Run:

@@ -335,9 +335,19 @@ class Endpoints:
         return Call("POST", path, _one(m.Run.from_json), body=body)
 
     @staticmethod
-    def append_events(run_id: str, *, events: list[dict[str, Any]]) -> Call[m.AppendResult]:
+    def claim_run(
+        run_id: str, *, worker: str, expected_version: int, lease_seconds: int | None
+    ) -> Call[m.Run]:
+        body = _body(worker=worker, expected_version=expected_version, lease_seconds=lease_seconds)
+        return Call("POST", f"/runs/{_id(run_id)}/claim", _one(m.Run.from_json), body=body)
+
+    @staticmethod
+    def append_events(
+        run_id: str, *, events: list[dict[str, Any]], worker: str | None = None
+    ) -> Call[m.AppendResult]:
         path = f"/runs/{_id(run_id)}/events"
-        return Call("POST", path, m.AppendResult.from_json, body={"events": events})
+        body = _body(events=events, worker=worker)
+        return Call("POST", path, m.AppendResult.from_json, body=body)
 
     @staticmethod
     def get_events(
@@ -364,9 +374,11 @@ class Endpoints:
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
+        worker: str | None = None,
     ) -> Call[m.Approval]:
         body = _body(
             replaces_approval_id=replaces_approval_id,
+            worker=worker,
             summary=summary,
             key_arguments=key_arguments,
             usual_arguments=usual_arguments,
@@ -445,6 +457,7 @@ class Endpoints:
         request: dict[str, Any],
         node_id: str | None,
         approval_id: str | None,
+        worker: str | None = None,
     ) -> Call[m.Effect]:
         body = _body(
             idempotency_key=idempotency_key,
@@ -452,19 +465,24 @@ class Endpoints:
             request=request,
             node_id=node_id,
             approval_id=approval_id,
+            worker=worker,
         )
         path = f"/runs/{_id(run_id)}/effects"
         return Call("POST", path, m.Effect.from_json, body=body, retry=True)
 
     @staticmethod
-    def commit_effect(effect_id: str, *, result: Any) -> Call[m.Effect]:
+    def commit_effect(effect_id: str, *, result: Any, worker: str | None = None) -> Call[m.Effect]:
         path = f"/effects/{_id(effect_id)}/commit"
-        return Call("POST", path, _one(m.Effect.from_json), body={"result": result}, retry=True)
+        body = {"result": result, **_body(worker=worker)}
+        return Call("POST", path, _one(m.Effect.from_json), body=body, retry=True)
 
     @staticmethod
-    def fail_effect(effect_id: str, *, error: dict[str, Any]) -> Call[m.Effect]:
+    def fail_effect(
+        effect_id: str, *, error: dict[str, Any], worker: str | None = None
+    ) -> Call[m.Effect]:
         path = f"/effects/{_id(effect_id)}/fail"
-        return Call("POST", path, _one(m.Effect.from_json), body={"error": error})
+        body = {"error": error, **_body(worker=worker)}
+        return Call("POST", path, _one(m.Effect.from_json), body=body)
 
     @staticmethod
     def find_effect(idempotency_key: str) -> Call[m.Effect | None]:

@@ -291,8 +291,13 @@ class AsyncStateroomClient:
         cost_used: Decimal | str | None = None,
         last_checkpoint_id: str | None = None,
         error: Any = UNSET,
+        worker: str | None = None,
     ) -> m.Run:
-        """Compare-and-set: raises `VersionConflict` (with `.current_version`) if stale."""
+        """Compare-and-set: raises `VersionConflict` (with `.current_version`) if stale.
+
+        `worker`: the name this worker claimed the run with (`claim_run`); while
+        another worker's claim is live the write raises `RunClaimed`.
+        """
         return await self._call(
             E.transition_run(
                 run_id,
@@ -305,11 +310,39 @@ class AsyncStateroomClient:
                 cost_used=cost_used,
                 last_checkpoint_id=last_checkpoint_id,
                 error=error,
+                worker=worker,
             )
         )
 
-    async def append_events(self, run_id: str, events: list[dict[str, Any]]) -> m.AppendResult:
-        return await self._call(E.append_events(run_id, events=events))
+    async def claim_run(
+        self,
+        run_id: str,
+        *,
+        worker: str,
+        expected_version: int,
+        lease_seconds: int | None = None,
+    ) -> m.Run:
+        """Become the run's only runtime writer for `lease_seconds` (server default 60).
+
+        Claiming again as the same worker renews the claim. Another worker's
+        live claim raises `RunClaimed` (`.claimed_by`); a stale version
+        `VersionConflict`. Pass `worker=` on every write to the run while
+        the claim is live. A run that goes to `waiting_approval`, `suspended`
+        or an end is held by nobody: claim it again to continue it.
+        """
+        return await self._call(
+            E.claim_run(
+                run_id,
+                worker=worker,
+                expected_version=expected_version,
+                lease_seconds=lease_seconds,
+            )
+        )
+
+    async def append_events(
+        self, run_id: str, events: list[dict[str, Any]], *, worker: str | None = None
+    ) -> m.AppendResult:
+        return await self._call(E.append_events(run_id, events=events, worker=worker))
 
     async def get_events(
         self, run_id: str, *, after: int | None = None, limit: int | None = None
@@ -338,6 +371,7 @@ class AsyncStateroomClient:
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
+        worker: str | None = None,
     ) -> m.Approval:
         """Ask a person; the run moves to `waiting_approval` (one pending approval at a time).
 
@@ -363,6 +397,7 @@ class AsyncStateroomClient:
                 key_arguments=key_arguments,
                 usual_arguments=usual_arguments,
                 replaces_approval_id=replaces_approval_id,
+                worker=worker,
             )
         )
 
@@ -446,6 +481,7 @@ class AsyncStateroomClient:
         request: dict[str, Any],
         node_id: str | None = None,
         approval_id: str | None = None,
+        worker: str | None = None,
     ) -> m.Effect:
         """Record (or find) the effect under `idempotency_key`; `.created` tells which."""
         return await self._call(
@@ -456,14 +492,19 @@ class AsyncStateroomClient:
                 request=request,
                 node_id=node_id,
                 approval_id=approval_id,
+                worker=worker,
             )
         )
 
-    async def commit_effect(self, effect_id: str, *, result: Any) -> m.Effect:
-        return await self._call(E.commit_effect(effect_id, result=result))
+    async def commit_effect(
+        self, effect_id: str, *, result: Any, worker: str | None = None
+    ) -> m.Effect:
+        return await self._call(E.commit_effect(effect_id, result=result, worker=worker))
 
-    async def fail_effect(self, effect_id: str, *, error: dict[str, Any]) -> m.Effect:
-        return await self._call(E.fail_effect(effect_id, error=error))
+    async def fail_effect(
+        self, effect_id: str, *, error: dict[str, Any], worker: str | None = None
+    ) -> m.Effect:
+        return await self._call(E.fail_effect(effect_id, error=error, worker=worker))
 
     async def find_effect(self, idempotency_key: str) -> m.Effect | None:
         return await self._call(E.find_effect(idempotency_key))

@@ -281,8 +281,13 @@ class StateroomClient:
         cost_used: Decimal | str | None = None,
         last_checkpoint_id: str | None = None,
         error: Any = UNSET,
+        worker: str | None = None,
     ) -> m.Run:
-        """Compare-and-set: raises `VersionConflict` (with `.current_version`) if stale."""
+        """Compare-and-set: raises `VersionConflict` (with `.current_version`) if stale.
+
+        `worker`: the name this worker claimed the run with (`claim_run`); while
+        another worker's claim is live the write raises `RunClaimed`.
+        """
         return self._call(
             E.transition_run(
                 run_id,
@@ -295,11 +300,39 @@ class StateroomClient:
                 cost_used=cost_used,
                 last_checkpoint_id=last_checkpoint_id,
                 error=error,
+                worker=worker,
             )
         )
 
-    def append_events(self, run_id: str, events: list[dict[str, Any]]) -> m.AppendResult:
-        return self._call(E.append_events(run_id, events=events))
+    def claim_run(
+        self,
+        run_id: str,
+        *,
+        worker: str,
+        expected_version: int,
+        lease_seconds: int | None = None,
+    ) -> m.Run:
+        """Become the run's only runtime writer for `lease_seconds` (server default 60).
+
+        Claiming again as the same worker renews the claim. Another worker's
+        live claim raises `RunClaimed` (`.claimed_by`); a stale version
+        `VersionConflict`. Pass `worker=` on every write to the run while
+        the claim is live. A run that goes to `waiting_approval`, `suspended`
+        or an end is held by nobody: claim it again to continue it.
+        """
+        return self._call(
+            E.claim_run(
+                run_id,
+                worker=worker,
+                expected_version=expected_version,
+                lease_seconds=lease_seconds,
+            )
+        )
+
+    def append_events(
+        self, run_id: str, events: list[dict[str, Any]], *, worker: str | None = None
+    ) -> m.AppendResult:
+        return self._call(E.append_events(run_id, events=events, worker=worker))
 
     def get_events(
         self, run_id: str, *, after: int | None = None, limit: int | None = None
@@ -328,6 +361,7 @@ class StateroomClient:
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
+        worker: str | None = None,
     ) -> m.Approval:
         """Ask a person; the run moves to `waiting_approval` (one pending approval at a time).
 
@@ -353,6 +387,7 @@ class StateroomClient:
                 key_arguments=key_arguments,
                 usual_arguments=usual_arguments,
                 replaces_approval_id=replaces_approval_id,
+                worker=worker,
             )
         )
 
@@ -436,6 +471,7 @@ class StateroomClient:
         request: dict[str, Any],
         node_id: str | None = None,
         approval_id: str | None = None,
+        worker: str | None = None,
     ) -> m.Effect:
         """Record (or find) the effect under `idempotency_key`; `.created` tells which."""
         return self._call(
@@ -446,14 +482,17 @@ class StateroomClient:
                 request=request,
                 node_id=node_id,
                 approval_id=approval_id,
+                worker=worker,
             )
         )
 
-    def commit_effect(self, effect_id: str, *, result: Any) -> m.Effect:
-        return self._call(E.commit_effect(effect_id, result=result))
+    def commit_effect(self, effect_id: str, *, result: Any, worker: str | None = None) -> m.Effect:
+        return self._call(E.commit_effect(effect_id, result=result, worker=worker))
 
-    def fail_effect(self, effect_id: str, *, error: dict[str, Any]) -> m.Effect:
-        return self._call(E.fail_effect(effect_id, error=error))
+    def fail_effect(
+        self, effect_id: str, *, error: dict[str, Any], worker: str | None = None
+    ) -> m.Effect:
+        return self._call(E.fail_effect(effect_id, error=error, worker=worker))
 
     def find_effect(self, idempotency_key: str) -> m.Effect | None:
         return self._call(E.find_effect(idempotency_key))

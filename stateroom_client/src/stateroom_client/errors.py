@@ -76,6 +76,19 @@ class ContentDeleted(Conflict):
     it, its runs, tasks, approvals or effects. Stop: retrying cannot succeed."""
 
 
+class RunClaimed(Conflict):
+    """409 `run_claimed`: another worker's claim on the run is live (`claimed_by`, until
+    `claim_until`); this worker may not write to the run. Stop: the other one is working."""
+
+    @property
+    def claimed_by(self) -> str | None:
+        return self.details.get("claimed_by")
+
+    @property
+    def claim_until(self) -> str | None:
+        return self.details.get("claim_until")
+
+
 class AlreadyExists(Conflict):
     """409 `session_exists` / `run_exists` / `task_exists` / `approval_exists`: the id is taken."""
 
@@ -131,6 +144,7 @@ _BY_CODE: dict[str, type[StateroomError]] = {
     "approval_exists": AlreadyExists,
     "idempotency_key_reused": IdempotencyKeyReused,
     "content_deleted": ContentDeleted,
+    "run_claimed": RunClaimed,
 }
 
 

@@ -136,6 +136,8 @@ class Run:
     created_at: datetime | None
     updated_at: datetime | None
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
+    claimed_by: str = ""  # the worker that claimed the run ("" while nobody has)
+    claim_until: datetime | None = None  # its lease
 
     TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -163,6 +165,8 @@ class Run:
             created_at=_dt(data.get("created_at")),
             updated_at=_dt(data.get("updated_at")),
             raw=data,
+            claimed_by=_str(data.get("claimed_by")),
+            claim_until=_dt(data.get("claim_until")),
         )
 
 
