@@ -17,11 +17,13 @@ from datetime import timedelta
 
 import pytest
 from agents import Agent, RunConfig, Runner, function_tool
+from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.store import EffectStore
+from runs_app.models import Run
 from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient, ValidationError
 from stateroom_client.agents import (
     ApprovalGate,
@@ -145,7 +147,17 @@ def test_killed_after_commit_the_resumed_run_does_not_refund_again(
     assert effect.status == "committed"
     run = client.get_run("pay-2")
     assert (run.status, run.error) == ("running", None)  # the run state never got updated
+    assert run.claimed_by == crashed_worker(client, "pay-2")
 
+    # The dead process's claim holds the run until its lease ends: a resumer stops.
+    held = _resume(server, "pay-2")
+    assert (held.status, held.claimed_elsewhere, held.claimed_by) == (
+        "claimed",
+        True,
+        run.claimed_by,
+    )
+    assert client.get_run("pay-2") == run  # nothing written
+    _lease_passes(server, "pay-2")
     resumed = _resume(server, "pay-2")  # here, another process than the one killed
     assert (resumed.status, resumed.final_output) == ("succeeded", DONE)
     assert (resumed.executed, resumed.replayed) == ([], [CALL])
@@ -268,6 +280,21 @@ def test_a_resume_after_the_tools_schema_changed_does_not_run_it_on_the_old_appr
     assert again.replaces_approval_id == old_id
     assert client.get_approval(again.approval_id).replaces_approval_id == old_id
     assert [a.approval_id for a in client.list_approvals(status="voided").results] == [old_id]
+
+
+def crashed_worker(client, run_id: str) -> str:
+    """The worker name a killed process claimed the run with (it printed nothing)."""
+    claimed_by = client.get_run(run_id).claimed_by
+    assert claimed_by and claimed_by.split(":")[1].isdigit()
+    return claimed_by
+
+
+def _lease_passes(server, run_id: str) -> None:
+    """The claim's lease ends (as if its time had passed): the test moves the lease, not time."""
+    with in_tenant(server.tenant):
+        Run.objects.filter(tenant=server.tenant, run_id=run_id).update(
+            claim_until=timezone.now() - timedelta(seconds=1)
+        )
 
 
 def _gate(server, **kwargs) -> tuple[AsyncStateroomClient, ApprovalGate]:

@@ -19,10 +19,17 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .gate import ApprovalGate, GateOutcome, ResumeError, default_risk
 from .model import Reply, ScriptModel, ScriptView, ToolCall
 from .session import StateroomSession
-from .tools import EffectFailed, EffectOutcomeUnknown, EffectUnrecorded, idempotent_tool
+from .tools import (
+    ClaimLost,
+    EffectFailed,
+    EffectOutcomeUnknown,
+    EffectUnrecorded,
+    idempotent_tool,
+)
 
 __all__ = [
     "ApprovalGate",
+    "ClaimLost",
     "EffectFailed",
     "EffectOutcomeUnknown",
     "EffectUnrecorded",

@@ -47,6 +47,18 @@ crash between recording and committing it) suspends the run with
 `error.code == "effect_outcome_unknown"` until a person settles it; a tool
 that ran but could not be committed suspends it with `effect_unrecorded`.
 
+One resumer at a time: the gate claims the run (`claim_run`, as `worker`,
+default ``host:pid:random``) when it starts it and before it resumes it, renews
+the claim in the background every third of `lease_seconds` while it works,
+and names its worker on every run write (transition, events, approval
+requests, effects). A process that finds the run claimed by another worker,
+or loses the claim, stops at once: it returns `GateOutcome(status="claimed",
+claimed_by=...)` (`.claimed_elsewhere`) without failing the task, appending to
+the session or running a tool. A run that waits for a person is held by
+nobody (the server drops the claim when the run goes to `waiting_approval`),
+so whoever continues it after the decision claims it afresh; a gate that
+leaves a run waiting while it holds the claim lets it go.
+
 Checkpoint state (schema_version 2)::
 
     {"kind": "openai-agents.run_state", "sdk_version": "0.24.0", "agent": "payments",
@@ -85,11 +97,14 @@ carries the old and new schema.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import re
 import secrets
+import socket
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -104,8 +119,10 @@ from ..aio import AsyncStateroomClient
 from ..errors import (
     AlreadyDecided,
     AlreadyExists,
+    InvalidTransition,
     NotFound,
     PayloadTooLarge,
+    RunClaimed,
     StateroomError,
     VersionConflict,
 )
@@ -152,9 +169,89 @@ class GateOutcome:
     executed: list[str] = field(default_factory=list)  # tool call ids run in this process
     replayed: list[str] = field(default_factory=list)  # tool call ids answered from the ledger
 
+    claimed_by: str | None = None  # status "claimed": the worker that holds the run
+
     @property
     def finished(self) -> bool:
         return self.status in Run.TERMINAL
+
+    @property
+    def claimed_elsewhere(self) -> bool:
+        """Another worker holds the run: this process stopped and wrote nothing more."""
+        return self.status == CLAIMED
+
+
+def default_worker() -> str:
+    """A name no other process uses: host, process id and a random part."""
+    return f"{socket.gethostname()[:100]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class _Claim:
+    """The gate's claim on its run: taken before work, renewed while it works, given up when
+    the run waits for a person."""
+
+    def __init__(
+        self, client: AsyncStateroomClient, run_id: str, worker: str, lease_seconds: int
+    ) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.worker = worker
+        self.lease_seconds = lease_seconds
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def hold(self) -> Run:
+        """Claim the run, or renew our claim; `RunClaimed` if another worker holds it."""
+        for _attempt in range(10):
+            run = await self.client.get_run(self.run_id)
+            try:
+                run = await self.client.claim_run(
+                    self.run_id,
+                    worker=self.worker,
+                    expected_version=run.version,
+                    lease_seconds=self.lease_seconds,
+                )
+            except VersionConflict:
+                continue  # the run moved (a decision, our own write): re-read, claim again
+            if self._renewer is None or self._renewer.done():
+                self._renewer = asyncio.create_task(self._renew())
+            return run
+        raise StateroomError(f"Run {self.run_id} kept changing; could not claim it.")
+
+    async def _renew(self) -> None:
+        """Renew before the lease runs out, while the claim is ours; stop when it is not."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                run = await self.client.get_run(self.run_id)
+                if run.claimed_by != self.worker:
+                    return  # the run waits for a person or has ended (or is lost): not ours
+                await self.hold()
+            except StateroomError:
+                return  # lost or gone: the next write says so and the gate stops
+
+    async def let_go_if_waiting(self) -> None:
+        """A run left waiting on a person with our claim on it: drop the claim (a transition
+        to `waiting_approval` drops it), so whoever continues it after the decision can."""
+        await self.stop()
+        with contextlib.suppress(StateroomError):
+            run = await self.client.get_run(self.run_id)
+            if run.status == "waiting_approval" and run.claimed_by == self.worker:
+                await self.client.transition_run(
+                    self.run_id,
+                    expected_version=run.version,
+                    status="waiting_approval",
+                    worker=self.worker,
+                )
+
+    async def stop(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._renewer
+            self._renewer = None
+
+
+CLAIMED = "claimed"
 
 
 def _arguments(item: ToolApprovalItem) -> dict[str, Any]:
@@ -218,9 +315,16 @@ class ApprovalGate:
         approval_ttl: timedelta | None = None,
         on_rejection: Literal["continue", "stop"] = "continue",
         allowed_decisions: tuple[str, ...] = DECISIONS,
+        worker: str | None = None,
+        lease_seconds: int = 60,
     ) -> None:
         if on_rejection not in ("continue", "stop"):
             raise ValueError("on_rejection must be 'continue' or 'stop'")
+        if lease_seconds < 3:
+            raise ValueError("lease_seconds must be at least 3 (it is renewed every third)")
+        self.worker = worker or default_worker()
+        self.lease_seconds = lease_seconds
+        self._claims: dict[str, _Claim] = {}
         unknown = [d for d in allowed_decisions if d not in DECISIONS]
         if not allowed_decisions or unknown:
             raise ValueError(f"allowed_decisions must be a non-empty subset of {DECISIONS}")
@@ -252,7 +356,7 @@ class ApprovalGate:
         run_id = run_id or f"run-{secrets.token_hex(8)}"
         task_id = f"{run_id}.task"
         await self.client.create_task(task_id=task_id, objective=objective or _summary(input))
-        run = await self.client.create_run(
+        await self.client.create_run(
             run_id=run_id,
             session_id=session.session_id if session else None,
             task_id=task_id,
@@ -261,14 +365,19 @@ class ApprovalGate:
         )
         if session is not None:
             await self._attach(session, run_id)
-        await self.client.transition_run(run_id, expected_version=run.version, status="running")
-        await self._event(run_id, "agent.started", {"agent": self.agent.name})
         outcome = GateOutcome(run_id, task_id, "running")
-        return await self._guarded(
-            outcome,
-            session,
-            self._loop(outcome, input, session, [], wait=wait, timeout=decision_timeout),
-        )
+
+        async def start() -> GateOutcome:
+            claimed = await self._claim(run_id).hold()
+            await self.client.transition_run(
+                run_id, expected_version=claimed.version, status="running", worker=self.worker
+            )
+            await self._event(run_id, "agent.started", {"agent": self.agent.name})
+            return await self._loop(
+                outcome, input, session, [], wait=wait, timeout=decision_timeout
+            )
+
+        return await self._guarded(outcome, session, start())
 
     async def resume(
         self, run_id: str, *, wait: bool = True, decision_timeout: float | None = None
@@ -307,14 +416,20 @@ class ApprovalGate:
         state = await RunState.from_string(self.agent, json.dumps(run_state))
         outcome = GateOutcome(run_id, run.task_id, "running")
         calls = list(data.get("calls") or [])
-        drift = self._drift(data.get("fingerprint"))
-        if drift:
-            await self._event(run_id, "agent.drift", drift)
-            await self._revalidate(outcome, calls, drift)
-        return await self._guarded(
-            outcome,
-            session,
-            self._loop(
+
+        async def proceed() -> GateOutcome:
+            # One resumer at a time. A run waiting on a person is held by nobody:
+            # it is claimed once the decision is in (`_decide`).
+            if run.status != "waiting_approval":
+                try:
+                    await self._claim(run_id).hold()
+                except InvalidTransition:  # it ended meanwhile, elsewhere
+                    return await self.resume(run_id, wait=wait, decision_timeout=decision_timeout)
+            drift = self._drift(data.get("fingerprint"))
+            if drift:
+                await self._event(run_id, "agent.drift", drift)
+                await self._revalidate(outcome, calls, drift)
+            return await self._loop(
                 outcome,
                 state,
                 session,
@@ -323,8 +438,17 @@ class ApprovalGate:
                 timeout=decision_timeout,
                 interrupted=True,
                 recovering=True,
-            ),
-        )
+            )
+
+        return await self._guarded(outcome, session, proceed())
+
+    def _claim(self, run_id: str) -> _Claim:
+        claim = self._claims.get(run_id)
+        if claim is None:
+            claim = self._claims[run_id] = _Claim(
+                self.client, run_id, self.worker, self.lease_seconds
+            )
+        return claim
 
     async def _guarded(
         self,
@@ -335,11 +459,19 @@ class ApprovalGate:
         """The loop's outcome; a write over the server's size limit ends the run `failed`.
 
         A tool output, a conversation or a checkpoint too large to store would
-        otherwise leave the run `running` with nothing to resume from.
+        otherwise leave the run `running` with nothing to resume from. Another
+        worker holding the run stops it cleanly: status `claimed`, nothing
+        more written (no failed task, no session item, no tool run).
         """
+        claim = self._claim(outcome.run_id)
         try:
-            return await loop
+            result = await loop
         except Exception as exc:
+            claimed = _cause(exc, RunClaimed)
+            if claimed is not None:
+                await claim.stop()
+                outcome.status, outcome.claimed_by = CLAIMED, claimed.claimed_by
+                return outcome
             too_large = _cause(exc, PayloadTooLarge)
             if too_large is None:
                 raise
@@ -351,6 +483,11 @@ class ApprovalGate:
             }
             await self._end(outcome, "failed", session, error=error)
             return outcome
+        finally:
+            await claim.stop()
+        if result.status == "waiting_approval":
+            await claim.let_go_if_waiting()
+        return result
 
     # --- the loop ------------------------------------------------------------
     async def _loop(
@@ -385,6 +522,7 @@ class ApprovalGate:
                 self.client,
                 run_id,
                 approvals={c["call_id"]: c["approval_id"] for c in calls if c.get("approval_id")},
+                worker=self.worker,
             )
             token = LEDGER.set(ledger)
             # Items of this run carry its id while it runs, and only then: the
@@ -403,8 +541,8 @@ class ApprovalGate:
             except Exception as exc:
                 outcome.executed += ledger.executed
                 outcome.replayed += ledger.replayed
-                if _cause(exc, PayloadTooLarge) is not None:
-                    raise  # ends the run failed (_guarded)
+                if _cause(exc, RunClaimed) is not None or _cause(exc, PayloadTooLarge) is not None:
+                    raise  # another worker holds the run, or it ends failed (_guarded)
                 halt = _halt_in(exc)
                 if halt is not None:
                     return await self._halted(outcome, halt)
@@ -488,6 +626,14 @@ class ApprovalGate:
             outcome.approvals.append(approval)
             if approval.is_pending:
                 outcome.status = "waiting_approval"
+                return None
+            # Decided: the run is worked on again, by one worker (the request let
+            # the claim go while a person decided).
+            try:
+                await self._claim(outcome.run_id).hold()
+            except InvalidTransition:  # ended meanwhile (a person cancelled it)
+                run = await self.client.get_run(outcome.run_id)
+                outcome.status, outcome.error = run.status, run.error
                 return None
             await self._event(outcome.run_id, "approval.decided", _decided_event(call, approval))
             ended = {
@@ -591,6 +737,7 @@ class ApprovalGate:
                     expires_at=expires_at,
                     approval_id=approval_id,
                     allowed_decisions=list(self.allowed_decisions),
+                    worker=self.worker,
                     **_drift_presentation(call),
                 )
             except VersionConflict:
@@ -779,7 +926,7 @@ class ApprovalGate:
             run = await self.client.get_run(run_id)
             try:
                 return await self.client.transition_run(
-                    run_id, expected_version=run.version, **changes
+                    run_id, expected_version=run.version, worker=self.worker, **changes
                 )
             except VersionConflict:
                 continue
@@ -858,7 +1005,9 @@ class ApprovalGate:
                 continue
 
     async def _event(self, run_id: str, type: str, payload: dict[str, Any]) -> None:
-        await self.client.append_events(run_id, [{"type": type, "payload": payload}])
+        await self.client.append_events(
+            run_id, [{"type": type, "payload": payload}], worker=self.worker
+        )
 
 
 def _drift_presentation(call: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from agents.tool import FunctionTool, default_tool_error_function
 from agents.tool_context import ToolContext
 
 from ..aio import AsyncStateroomClient
-from ..errors import IdempotencyKeyReused, PayloadTooLarge, StateroomError
+from ..errors import IdempotencyKeyReused, PayloadTooLarge, RunClaimed, StateroomError
 from ..models import Effect
 
 P = ParamSpec("P")
@@ -66,6 +66,10 @@ class EffectUnrecorded(LedgerHalt):
     """The tool ran but the ledger could not be told (or refused the call): stop, don't retry."""
 
 
+class ClaimLost(LedgerHalt):
+    """Another worker holds the run (`RunClaimed` is the cause): stop, write nothing more."""
+
+
 class OutputTooLarge(LedgerHalt):
     """The tool ran and its effect is committed, but its output is too large to store."""
 
@@ -86,6 +90,7 @@ class Ledger:
     client: AsyncStateroomClient
     run_id: str
     approvals: dict[str, str] = field(default_factory=dict)  # call_id -> approval_id
+    worker: str | None = None  # the worker that claimed the run: named on every write
     executed: list[str] = field(default_factory=list)  # call ids run in this process
     replayed: list[str] = field(default_factory=list)  # call ids answered from the ledger
 
@@ -135,7 +140,10 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
             tool_name=ctx.tool_name,
             request={"arguments": arguments},
             approval_id=ledger.approvals.get(ctx.tool_call_id),
+            worker=ledger.worker,
         )
+    except RunClaimed as exc:
+        raise ClaimLost(f"Another worker holds run {ledger.run_id}: {exc.message}") from exc
     except IdempotencyKeyReused as exc:
         raise EffectUnrecorded(
             f"The ledger holds {key} for a different call: {exc.message}"
@@ -150,19 +158,28 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
     try:
         output = await run()
     except Exception as exc:
-        await ledger.client.fail_effect(
-            effect.effect_id, error={"message": str(exc), "type": type(exc).__name__}
-        )
+        try:
+            await ledger.client.fail_effect(
+                effect.effect_id,
+                error={"message": str(exc), "type": type(exc).__name__},
+                worker=ledger.worker,
+            )
+        except RunClaimed as lost:
+            raise ClaimLost(f"Another worker holds run {ledger.run_id}: {lost.message}") from lost
         raise
     ledger.executed.append(ctx.tool_call_id)
     try:
-        await ledger.client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
+        await ledger.client.commit_effect(
+            effect.effect_id, result={"output": _jsonable(output)}, worker=ledger.worker
+        )
     except PayloadTooLarge as exc:
         # It happened, but its output is over the server's limit: record that it
         # happened (so no resume runs it again) and stop the run (the gate ends
         # it `failed` with `payload_too_large`).
         await ledger.client.commit_effect(
-            effect.effect_id, result={"output_too_large": {"limit_bytes": exc.limit}}
+            effect.effect_id,
+            result={"output_too_large": {"limit_bytes": exc.limit}},
+            worker=ledger.worker,
         )
         raise OutputTooLarge(
             f"{ctx.tool_name} ran, but its output is over the server's limit of"
