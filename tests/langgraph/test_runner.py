@@ -61,6 +61,28 @@ def test_an_expired_approval_ends_the_run_failed_without_resuming(server, client
     assert refunds_made(refund_log) == []
 
 
+def test_a_runner_that_finds_the_run_claimed_elsewhere_stops_and_writes_nothing(
+    client, operator, refund_log
+):
+    runner, approval_id = _start(client, "r-held")
+    operator.decide_approval(approval_id, decision="approve", reason="Checked")
+    run = client.get_run("r-held")
+    held = client.claim_run("r-held", worker="elsewhere", expected_version=run.version)
+    outcome = runner.resume("r-held")
+    assert (outcome.status, outcome.claimed_elsewhere, outcome.claimed_by) == (
+        "claimed",
+        True,
+        "elsewhere",
+    )
+    assert client.get_run("r-held") == held
+    assert (client.list_run_effects("r-held").results, refunds_made(refund_log)) == ([], [])
+    # Its own runner claims it, names its worker on every write, and ends it holding nothing.
+    done = GraphRunner(client, build_graph(client), worker="elsewhere").resume("r-held")
+    assert (done.status, done.error) == ("succeeded", None)
+    assert client.get_run("r-held").claimed_by == ""
+    assert refunds_made(refund_log) == ["A-1 1200"]
+
+
 class Inbox(TypedDict, total=False):
     email: str
     sent: str

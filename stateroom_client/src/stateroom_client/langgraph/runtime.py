@@ -32,6 +32,14 @@ expires or is cancelled ends the run `failed` with `approval_expired` /
 
 The runner is synchronous (`graph.invoke`); the saver has async methods for
 graphs driven with `ainvoke`.
+
+One resumer at a time, as with the Agents SDK gate: the runner claims the run
+(`claim_run`, as `worker`) when it starts it and before it resumes it (once
+the decision is in, for a run that waited on a person), renews the claim from
+a background thread every third of `lease_seconds`, and names its worker on
+its run writes and effects. A runner that finds the run claimed by another
+worker returns `GraphOutcome(status="claimed", claimed_by=...)` and writes
+nothing more.
 """
 
 from __future__ import annotations
@@ -40,6 +48,10 @@ import contextvars
 import functools
 import hashlib
 import json
+import os
+import secrets
+import socket
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -50,7 +62,15 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import Command, Interrupt, interrupt
 
 from ..client import StateroomClient
-from ..errors import AlreadyExists, IdempotencyKeyReused, NotFound, StateroomError
+from ..errors import (
+    AlreadyExists,
+    IdempotencyKeyReused,
+    InvalidTransition,
+    NotFound,
+    RunClaimed,
+    StateroomError,
+    VersionConflict,
+)
 from ..models import Approval, Effect, Run
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,6 +95,7 @@ class Binding:
     thread_id: str
     executed: list[str] = field(default_factory=list)  # effect keys run in this process
     replayed: list[str] = field(default_factory=list)  # effect keys answered from the ledger
+    worker: str | None = None  # the worker that claimed the run: named on every write
 
 
 BINDING: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
@@ -214,7 +235,9 @@ class Asked:
         return [response] if self.listed else response
 
 
-def _ensure_approval(client: StateroomClient, run_id: str, raised: Interrupt) -> Approval:
+def _ensure_approval(
+    client: StateroomClient, run_id: str, raised: Interrupt, worker: str | None = None
+) -> Approval:
     """The interrupt's approval, asked now unless an earlier pass (or process) asked it."""
     approval_id = approval_id_for(run_id, raised.id)
     with suppress(NotFound):
@@ -231,6 +254,7 @@ def _ensure_approval(client: StateroomClient, run_id: str, raised: Interrupt) ->
             reason=asked.description or None,
             approval_id=approval_id,
             allowed_decisions=asked.allowed_decisions,
+            worker=worker,
         )
     except AlreadyExists:
         return client.get_approval(approval_id)
@@ -308,6 +332,7 @@ def idempotent_effect(func: F | None = None, /, *, name: str | None = None) -> A
                     tool_name=tool_name,
                     request={"arguments": arguments},
                     node_id=ns.split(":", 1)[0] or None,
+                    worker=binding.worker,
                 )
             except IdempotencyKeyReused as exc:
                 raise LedgerHalt(f"The ledger holds {key} for a different call: {exc}") from exc
@@ -323,12 +348,16 @@ def idempotent_effect(func: F | None = None, /, *, name: str | None = None) -> A
                 output = fn(*args, **kwargs)
             except Exception as exc:
                 client.fail_effect(
-                    effect.effect_id, error={"message": str(exc), "type": type(exc).__name__}
+                    effect.effect_id,
+                    error={"message": str(exc), "type": type(exc).__name__},
+                    worker=binding.worker,
                 )
                 raise
             binding.executed.append(key)
             try:
-                client.commit_effect(effect.effect_id, result={"output": _jsonable(output)})
+                client.commit_effect(
+                    effect.effect_id, result={"output": _jsonable(output)}, worker=binding.worker
+                )
             except StateroomError as exc:
                 raise LedgerHalt(
                     f"{tool_name} ran but effect {effect.effect_id} could not be committed: {exc}"
@@ -353,10 +382,58 @@ class GraphOutcome:
     approvals: list[Approval] = field(default_factory=list)  # asked or decided, this pass
     executed: list[str] = field(default_factory=list)  # effect keys run in this process
     replayed: list[str] = field(default_factory=list)  # effect keys answered from the ledger
+    claimed_by: str | None = None  # status "claimed": the worker that holds the run
 
     @property
     def finished(self) -> bool:
         return self.status in Run.TERMINAL
+
+    @property
+    def claimed_elsewhere(self) -> bool:
+        """Another worker holds the run: this runner stopped and wrote nothing more."""
+        return self.status == "claimed"
+
+
+class _Claim:
+    """The runner's claim on a run: taken before work, renewed from a thread while it works."""
+
+    def __init__(self, client: StateroomClient, run_id: str, worker: str, lease: int) -> None:
+        self.client, self.run_id, self.worker, self.lease = client, run_id, worker, lease
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def hold(self) -> Run:
+        """Claim the run, or renew our claim; `RunClaimed` if another worker holds it."""
+        for _attempt in range(10):
+            run = self.client.get_run(self.run_id)
+            try:
+                run = self.client.claim_run(
+                    self.run_id,
+                    worker=self.worker,
+                    expected_version=run.version,
+                    lease_seconds=self.lease,
+                )
+            except VersionConflict:
+                continue
+            if self._renewer is None:
+                self._renewer = threading.Thread(target=self._renew, daemon=True)
+                self._renewer.start()
+            return run
+        raise StateroomError(f"Run {self.run_id} kept changing; could not claim it.")
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease / 3):
+            try:
+                if self.client.get_run(self.run_id).claimed_by != self.worker:
+                    continue  # waiting for a person (held by nobody), or lost: not ours
+                self.hold()
+            except StateroomError:
+                continue  # the next write of the runner says what happened
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout=30)
 
 
 class GraphRunner:
@@ -376,11 +453,32 @@ class GraphRunner:
         *,
         name: str = "langgraph",
         poll: float = 30,
+        worker: str | None = None,
+        lease_seconds: int = 60,
     ) -> None:
+        if lease_seconds < 3:
+            raise ValueError("lease_seconds must be at least 3 (it is renewed every third)")
         self.client = client
         self.graph = graph
         self.name = name
         self.poll = poll
+        self.worker = worker or (
+            f"{socket.gethostname()[:100]}:{os.getpid()}:{secrets.token_hex(4)}"
+        )
+        self.lease_seconds = lease_seconds
+
+    def _held(self, run: Run, body: Callable[[_Claim], GraphOutcome]) -> GraphOutcome:
+        """`body` with the run's claim; another worker holding the run ends it `claimed`."""
+        claim = _Claim(self.client, run.run_id, self.worker, self.lease_seconds)
+        try:
+            return body(claim)
+        except Exception as exc:
+            claimed = _cause(exc, RunClaimed)
+            if claimed is None:
+                raise
+            return GraphOutcome(run.run_id, run.task_id, "claimed", claimed_by=claimed.claimed_by)
+        finally:
+            claim.stop()
 
     def start(
         self,
@@ -401,8 +499,15 @@ class GraphRunner:
         run = self.client.create_run(
             run_id=run_id, task_id=thread_id, session_id=session_id, active_agent=self.name
         )
-        run = self.client.transition_run(run.run_id, expected_version=run.version, status="running")
-        return self._drive(run, input, wait=wait, timeout=timeout)
+
+        def body(claim: _Claim) -> GraphOutcome:
+            held = claim.hold()
+            running = self.client.transition_run(
+                held.run_id, expected_version=held.version, status="running", worker=self.worker
+            )
+            return self._drive(running, input, claim, wait=wait, timeout=timeout)
+
+        return self._held(run, body)
 
     def resume(
         self, run_id: str, *, wait: bool = True, timeout: float | None = None
@@ -411,17 +516,35 @@ class GraphRunner:
         run = self.client.get_run(run_id)
         if run.is_terminal:
             return GraphOutcome(run.run_id, run.task_id, run.status, error=run.error)
-        if run.status == "suspended":
-            run = self.client.transition_run(
-                run_id, expected_version=run.version, status="running", error=None
-            )
-        return self._drive(run, None, wait=wait, timeout=timeout, resuming=True)
+
+        def body(claim: _Claim) -> GraphOutcome:
+            current = run
+            # A run waiting on a person is held by nobody: it is claimed once
+            # the decision is in (`_decisions`).
+            if current.status != "waiting_approval":
+                try:
+                    current = claim.hold()
+                except InvalidTransition:  # it ended meanwhile, elsewhere
+                    ended = self.client.get_run(run_id)
+                    return GraphOutcome(run_id, ended.task_id, ended.status, error=ended.error)
+            if current.status == "suspended":
+                current = self.client.transition_run(
+                    run_id,
+                    expected_version=current.version,
+                    status="running",
+                    error=None,
+                    worker=self.worker,
+                )
+            return self._drive(current, None, claim, wait=wait, timeout=timeout, resuming=True)
+
+        return self._held(run, body)
 
     # --- one pass after another until the graph ends or waits -------------------
     def _drive(
         self,
         run: Run,
         input: Any,
+        claim: _Claim,
         *,
         wait: bool,
         timeout: float | None,
@@ -429,7 +552,7 @@ class GraphRunner:
     ) -> GraphOutcome:
         thread_id = run.task_id
         config = {"configurable": {"thread_id": thread_id, "stateroom_run_id": run.run_id}}
-        binding = Binding(self.client, run.run_id, thread_id)
+        binding = Binding(self.client, run.run_id, thread_id, worker=self.worker)
         outcome = GraphOutcome(run.run_id, thread_id, run.status)
         payload: Any = input
         invoke = not resuming  # a resume first looks at what the thread holds
@@ -438,7 +561,9 @@ class GraphRunner:
                 return outcome
             state = self.graph.get_state(config)
             if state.interrupts:
-                answers = self._decisions(run.run_id, state.interrupts, outcome, wait, timeout)
+                answers = self._decisions(
+                    run.run_id, state.interrupts, outcome, wait, timeout, claim
+                )
                 if answers is None:
                     return self._finish_pass(outcome, binding)
                 payload, invoke = Command(resume=answers), True
@@ -468,22 +593,24 @@ class GraphRunner:
         try:
             with bound(binding):
                 self.graph.invoke(payload, config)
-        except EffectOutcomeUnknown as exc:
-            self._end(binding.run_id, "suspended", error=_error("effect_outcome_unknown", exc))
-            outcome.status, outcome.error = "suspended", _error("effect_outcome_unknown", exc)
-            self._finish_pass(outcome, binding)
-            return False
-        except LedgerHalt as exc:
-            self._end(binding.run_id, "suspended", error=_error("effect_unrecorded", exc))
-            outcome.status, outcome.error = "suspended", _error("effect_unrecorded", exc)
-            self._finish_pass(outcome, binding)
-            return False
         except Exception as exc:
-            self._end(binding.run_id, "failed", error=_error("graph_error", exc))
-            outcome.status, outcome.error = "failed", _error("graph_error", exc)
-            self._finish_pass(outcome, binding)
-            return False
+            if _cause(exc, RunClaimed) is not None:
+                raise  # another worker holds the run: stop, write nothing (`_held`)
+            return self._invoke_failed(exc, binding, outcome)
         return True
+
+    def _invoke_failed(self, exc: Exception, binding: Binding, outcome: GraphOutcome) -> bool:
+        """A pass that raised ends the run: suspended on the ledger's halts, failed otherwise."""
+        if isinstance(exc, EffectOutcomeUnknown):
+            status, error = "suspended", _error("effect_outcome_unknown", exc)
+        elif isinstance(exc, LedgerHalt):
+            status, error = "suspended", _error("effect_unrecorded", exc)
+        else:
+            status, error = "failed", _error("graph_error", exc)
+        self._end(binding.run_id, status, error=error)
+        outcome.status, outcome.error = status, error
+        self._finish_pass(outcome, binding)
+        return False
 
     def _decisions(
         self,
@@ -492,6 +619,7 @@ class GraphRunner:
         outcome: GraphOutcome,
         wait: bool,
         timeout: float | None,
+        claim: _Claim,
     ) -> dict[str, Any] | None:
         """The answer to every pending interrupt, asking one approval at a time.
 
@@ -500,7 +628,7 @@ class GraphRunner:
         """
         answers: dict[str, Any] = {}
         for raised in interrupts:
-            approval = _ensure_approval(self.client, run_id, raised)
+            approval = _ensure_approval(self.client, run_id, raised, self.worker)
             if approval.is_pending and wait:
                 approval = self.client.wait_for_decision(
                     approval.approval_id, timeout=timeout, poll=self.poll
@@ -508,6 +636,11 @@ class GraphRunner:
             outcome.approvals.append(approval)
             if approval.is_pending:
                 outcome.status = "waiting_approval"
+                return None
+            try:  # decided: one worker goes on (the request let the claim go)
+                claim.hold()
+            except InvalidTransition:  # ended meanwhile (a person cancelled it)
+                outcome.status = self.client.get_run(run_id).status
                 return None
             if approval.status in ("expired", "cancelled"):
                 code = f"approval_{approval.status}"
@@ -526,7 +659,9 @@ class GraphRunner:
         run = self.client.get_run(run_id)
         if run.is_terminal or (run.status == status and run.error == error):
             return
-        self.client.transition_run(run_id, expected_version=run.version, status=status, error=error)
+        self.client.transition_run(
+            run_id, expected_version=run.version, status=status, error=error, worker=self.worker
+        )
 
     def _finish_pass(self, outcome: GraphOutcome, binding: Binding) -> GraphOutcome:
         """The outcome with the run's status as the server has it now (the authority)."""
@@ -534,6 +669,21 @@ class GraphRunner:
         outcome.replayed = list(binding.replayed)
         outcome.status = self.client.get_run(outcome.run_id).status
         return outcome
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def _cause(exc: BaseException, kind: type[E]) -> E | None:
+    """`exc` or the first exception of type `kind` in its chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _error(code: str, exc: BaseException) -> dict[str, Any]:
