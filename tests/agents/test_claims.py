@@ -182,3 +182,43 @@ def test_the_gate_renews_its_claim_while_a_tool_works(server, client, operator, 
 
     assert asyncio.run(go()).status == "succeeded"
     assert refunds_made(refund_log) == ["A-1 1200"]
+
+
+def _in_a_thread(work, *args) -> None:
+    """Database work from inside the event loop: on a thread of its own, its connection closed."""
+    from django.db import connection
+
+    try:
+        work(*args)
+    finally:
+        connection.close()
+
+
+def test_a_gate_that_loses_its_claim_mid_run_stops_without_failing_anything(
+    server, client, operator, refund_log
+):
+    _start(server, "lost-1")
+    operator.decide_approval(f"lost-1:{CALL}", decision="approve", reason="ok")
+
+    class Superseded(AsyncStateroomClient):
+        async def record_effect(self, run_id: str, **kwargs):
+            recorded = await super().record_effect(run_id, **kwargs)
+            # This worker stalls past its lease and another one takes the run over.
+            await asyncio.to_thread(_in_a_thread, _lease_passes, server, run_id)
+            run = await self.get_run(run_id)
+            await self.claim_run(run_id, worker="thief", expected_version=run.version)
+            return recorded
+
+    async def go() -> GateOutcome:
+        async with Superseded(server.url, server.token) as superseded:
+            return await ApprovalGate(superseded, build_agent(), risk_policy=risk).resume("lost-1")
+
+    outcome = asyncio.run(go())
+    assert (outcome.status, outcome.claimed_by) == ("claimed", "thief")
+    run = client.get_run("lost-1")
+    assert (run.status, run.claimed_by, run.error) == ("running", "thief", None)
+    assert client.get_task("lost-1.task").status == "active"
+    [effect] = client.list_run_effects("lost-1")
+    assert effect.status == "started"  # its commit was refused: the new worker finds it unknown
+    assert [e.type for e in client.iter_events("lost-1")][-1] == "approval.decided"
+    assert refunds_made(refund_log) == ["A-1 1200"]

@@ -8,11 +8,26 @@ each time it really runs, which is how these tests count executions.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
+
+from runs_app.models import Run
+from tenancy_app.scoping import in_tenant
+
 from .refunds import refunds_made
 
 
+def _lease_passes(server, run_id: str) -> None:
+    """The claim's lease ends (the test moves the lease, not time)."""
+    with in_tenant(server.tenant):
+        Run.objects.filter(tenant=server.tenant, run_id=run_id).update(
+            claim_until=timezone.now() - timedelta(seconds=1)
+        )
+
+
 def test_edited_refund_runs_once_in_a_new_process_and_a_kill_after_commit_does_not_repeat_it(
-    worker, client, operator, refund_log
+    worker, server, client, operator, refund_log
 ):
     code, started = worker(
         "start", "--run-id", "refund-1", "--thread-id", "order-A-1", "--order", "A-1"
@@ -55,6 +70,10 @@ def test_edited_refund_runs_once_in_a_new_process_and_a_kill_after_commit_does_n
     assert effect.request == {"arguments": {"args": ["A-1", 800], "kwargs": {}}}
     assert client.get_run("refund-1").status == "running"  # the kill left it mid-graph
 
+    # The killed process's claim holds the run until its lease ends.
+    code, held = worker("resume", "--run-id", "refund-1")
+    assert (code, held["status"], held["executed"]) == (0, "claimed", [])
+    _lease_passes(server, "refund-1")
     code, resumed = worker("resume", "--run-id", "refund-1")
     assert code == 0
     assert (resumed["status"], resumed["error"]) == ("succeeded", None)

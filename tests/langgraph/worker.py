@@ -24,8 +24,8 @@ from .refunds import build_graph
 
 
 class CrashAfterCommit(StateroomClient):
-    def commit_effect(self, effect_id: str, *, result: Any):
-        committed = super().commit_effect(effect_id, result=result)
+    def commit_effect(self, effect_id: str, *, result: Any, worker: str | None = None):
+        committed = super().commit_effect(effect_id, result=result, worker=worker)
         os.kill(os.getpid(), signal.SIGKILL)
         return committed
 
