@@ -648,6 +648,8 @@ def test_an_edit_survives_a_crash_after_the_commit(worker, server, client, opera
     )
     code, crashed = worker("resume", "--run-id", "pay-13", "--crash-after-commit")
     assert (code, crashed) == (-9, None)
+    assert _resume(server, "pay-13").status == "claimed"  # until the dead worker's lease ends
+    _lease_passes(server, "pay-13")
     resumed = _resume(server, "pay-13")
     assert (resumed.status, resumed.executed, resumed.replayed) == ("succeeded", [], [CALL])
     assert resumed.final_output == "Outcome: Refunded 700 cents on order A-1."
