@@ -191,7 +191,10 @@ def heartbeat(request, session_id: str):
             SessionAppendOut, description="Same idempotency_key again: the original seqs"
         ),
         **ERRORS_WRITE,
-        409: error("session_terminal, run_not_attached, content_deleted"),
+        409: error(
+            "session_terminal, run_not_attached, content_deleted; run_claimed: the run's "
+            "live claim is another worker's (details.claimed_by)"
+        ),
         422: error(
             "Field validation failed (details lists the fields), or "
             "idempotency_key_reused with different items"
@@ -216,6 +219,7 @@ def items(request, session_id: str):
                 items=[dict(item) for item in data["items"]],
                 run_id=data["run_id"],
                 idempotency_key=data.get("idempotency_key"),
+                worker=data.get("worker"),
             ),
         )
         return Response(

@@ -125,6 +125,13 @@ class SessionAppendIn(StrictSerializer):
         max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
         help_text="Same key again returns the original seqs and appends nothing",
     )
+    worker = StrictCharField(
+        required=False,
+        allow_null=True,
+        min_length=1,
+        max_length=200,
+        help_text="With run_id: the worker writing for the run (required while a claim is live)",
+    )
 
 
 # --- responses --------------------------------------------------------------

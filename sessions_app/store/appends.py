@@ -39,6 +39,7 @@ class SessionAppends(SessionStoreBase):
         items: list[dict],
         run_id: str = "",
         idempotency_key: str | None = None,
+        worker: str | None = None,
     ) -> AppendResult:
         """Append conversation items with gap-free, commit-ordered `seq`s.
 
@@ -46,6 +47,10 @@ class SessionAppends(SessionStoreBase):
         session, records the idempotency key, claims the seqs and inserts the
         items; outside a transaction it is one round trip. When it writes
         nothing, `_refuse_append` says why, or replays a known key.
+
+        Items written for a run (`run_id`) are the run's writes: while another
+        worker's claim on it is live (`runs_app` claims), they need that
+        `worker`, or they are 409 `run_claimed` and nothing is written.
         """
         rows = validated_items(items)
         errors: dict[str, list[str]] = {}
@@ -57,23 +62,25 @@ class SessionAppends(SessionStoreBase):
             errors["idempotency_key"] = [
                 f"must be a non-empty string of at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters"
             ]
+        if worker is not None and not is_short_text(worker, 200):
+            errors["worker"] = ["must be a non-empty string of at most 200 characters"]
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
         digest = _request_digest(rows, run_id) if idempotency_key is not None else ""
         for _attempt in range(3):
             now = self.now()
             appended = self._append_in_one_statement(
-                session_id, rows, run_id, idempotency_key, digest, now
+                session_id, rows, run_id, idempotency_key, digest, now, worker
             )
             if appended is not None:
                 return appended
-            replayed = self._refuse_append(session_id, run_id, idempotency_key, digest)
+            replayed = self._refuse_append(session_id, run_id, idempotency_key, digest, worker)
             if replayed is not None:
                 return replayed
         raise Conflict("The session changed while appending; retry.", code="append_contention")
 
     def _claim_sql(
-        self, session_id: str, count: int, run_id: str, now: datetime
+        self, session_id: str, count: int, run_id: str, now: datetime, worker: str | None = None
     ) -> tuple[str, list[Any]]:
         """The SELECT … FOR UPDATE that locks a writable session and reads its last seq.
 
@@ -100,6 +107,12 @@ class SessionAppends(SessionStoreBase):
                 f" AND r.session_id = {_SESSIONS}.id))"
             )
             params += [self.tenant.pk, run_id, self.tenant.pk, run_id]
+            # ...and no other worker's claim on the run may be live.
+            sql += (
+                f" AND NOT EXISTS (SELECT 1 FROM {_RUNS} w WHERE w.tenant_id = %s AND w.run_id = %s"
+                " AND w.claimed_by <> '' AND w.claimed_by <> %s AND w.claim_until > %s)"
+            )
+            params += [self.tenant.pk, run_id, worker or "", now]
         return sql + " FOR UPDATE", params
 
     def _append_in_one_statement(
@@ -110,6 +123,7 @@ class SessionAppends(SessionStoreBase):
         idempotency_key: str | None,
         digest: str,
         now: datetime,
+        worker: str | None = None,
     ) -> AppendResult | None:
         """Lock the session, record the key, claim the seqs and insert the items: one statement.
 
@@ -129,7 +143,7 @@ class SessionAppends(SessionStoreBase):
         are handed out in commit order and a rolled-back append returns them.
         """
         count = len(rows)
-        claim, params = self._claim_sql(session_id, count, run_id, now)
+        claim, params = self._claim_sql(session_id, count, run_id, now, worker)
         if idempotency_key is not None:
             recorded = (
                 f"INSERT INTO {_APPENDS} (tenant_id, session_id, idempotency_key, request_digest,"
@@ -192,7 +206,12 @@ class SessionAppends(SessionStoreBase):
         ).first()
 
     def _refuse_append(
-        self, session_id: str, run_id: str, idempotency_key: str | None, digest: str
+        self,
+        session_id: str,
+        run_id: str,
+        idempotency_key: str | None,
+        digest: str,
+        worker: str | None = None,
     ) -> AppendResult | None:
         """Why the claim matched no row: raise the refusal, replay a known key, or None to retry."""
         refusal: StateroomError | None = None
@@ -224,9 +243,33 @@ class SessionAppends(SessionStoreBase):
                     code="run_not_attached",
                     details={"run_id": run_id},
                 )
+            if refusal is None and run_id:
+                self._refuse_claimed(run_id, worker)
         if refusal is not None:
             raise refusal
         return None
+
+    def _refuse_claimed(self, run_id: str, worker: str | None) -> None:
+        """409 `run_claimed` when another worker's claim on the run is live."""
+        run = (
+            Run.objects.filter(tenant=self.tenant, run_id=run_id)
+            .only("claimed_by", "claim_until")
+            .first()
+        )
+        if (
+            run is not None
+            and run.claimed_by not in ("", worker)
+            and run.claim_until is not None
+            and run.claim_until > self.now()
+        ):
+            raise Conflict(
+                "Another worker holds the run.",
+                code="run_claimed",
+                details={
+                    "claimed_by": run.claimed_by,
+                    "claim_until": run.claim_until.isoformat(),
+                },
+            )
 
     def _run_writes_to(self, session: Session, run_id: str) -> bool:
         return (

@@ -287,8 +287,9 @@ class Endpoints:
         items: list[dict[str, Any]],
         run_id: str | None,
         idempotency_key: str | None,
+        worker: str | None = None,
     ) -> Call[m.AppendResult]:
-        body = _body(items=items, run_id=run_id, idempotency_key=idempotency_key)
+        body = _body(items=items, run_id=run_id, idempotency_key=idempotency_key, worker=worker)
         path = f"/sessions/{_id(session_id)}/items"
         return Call(
             "POST", path, m.AppendResult.from_json, body=body, retry=idempotency_key is not None

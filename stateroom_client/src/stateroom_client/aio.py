@@ -236,9 +236,18 @@ class AsyncStateroomClient:
         *,
         run_id: str | None = None,
         idempotency_key: str | None = None,
+        worker: str | None = None,
     ) -> m.AppendResult:
+        """`worker`: with `run_id`, the worker writing for the run (needed while it holds a
+        live claim on the run; another worker's items are 409 `run_claimed`)."""
         return await self._call(
-            E.append_items(session_id, items=items, run_id=run_id, idempotency_key=idempotency_key)
+            E.append_items(
+                session_id,
+                items=items,
+                run_id=run_id,
+                idempotency_key=idempotency_key,
+                worker=worker,
+            )
         )
 
     # --- runs ---------------------------------------------------------------

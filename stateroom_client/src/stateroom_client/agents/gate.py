@@ -528,8 +528,9 @@ class ApprovalGate:
             # Items of this run carry its id while it runs, and only then: the
             # session object outlives the run (later plain Runner.run calls).
             previous_run_id = session.run_id if session is not None else None
+            previous_worker = session.worker if session is not None else None
             if session is not None:
-                session.run_id = run_id
+                session.run_id, session.worker = run_id, self.worker
             try:
                 result = await Runner.run(
                     self.agent,
@@ -556,7 +557,7 @@ class ApprovalGate:
             finally:
                 LEDGER.reset(token)
                 if session is not None:
-                    session.run_id = previous_run_id
+                    session.run_id, session.worker = previous_run_id, previous_worker
             outcome.executed += ledger.executed
             outcome.replayed += ledger.replayed
             usage: dict[str, Any] = {

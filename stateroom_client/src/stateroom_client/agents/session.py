@@ -118,6 +118,9 @@ class StateroomSession:
         self.session_id = session_id
         self.user_id = user_id
         self.run_id = run_id
+        # The worker writing for `run_id` (the gate sets both while it runs the run and
+        # holds its claim): items of a claimed run need it.
+        self.worker: str | None = None
         # item digest -> the seqs this object read or wrote it at: lets the gate
         # reference a conversation by seq instead of copying it (`seqs_of`).
         self._known: dict[str, list[int]] = {}
@@ -204,6 +207,7 @@ class StateroomSession:
                 self.session_id,
                 batch,
                 run_id=self.run_id,
+                worker=self.worker,
                 idempotency_key=f"add:{uuid.uuid4().hex}",
             )
             for offset, row in enumerate(batch):
@@ -257,6 +261,7 @@ class StateroomSession:
                     self.session_id,
                     [{"role": "system", "item_type": POP, "payload": tombstone}],
                     run_id=self.run_id,
+                    worker=self.worker,
                     idempotency_key=f"pop:{item.seq}",
                 )
             except IdempotencyKeyReused:
@@ -269,6 +274,7 @@ class StateroomSession:
             self.session_id,
             [{"role": "system", "item_type": CLEAR, "payload": {}}],
             run_id=self.run_id,
+            worker=self.worker,
             idempotency_key=f"clear:{uuid.uuid4().hex}",
         )
 
