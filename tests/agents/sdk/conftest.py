@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import re
+import types
 import uuid
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -29,6 +31,7 @@ from typing import Any
 
 import pytest
 from agents import set_tracing_disabled
+from agents.extensions.memory import sqlalchemy_session
 from agents.memory import SessionSettings
 
 from stateroom_client import AsyncStateroomClient, StateroomClient
@@ -37,6 +40,7 @@ from stateroom_client.agents.session import coerce_settings
 
 HERE = Path(__file__).parent
 USER = "sdk-tests"
+PUBLIC_ID = re.compile(r"^[A-Za-z0-9._:-]{1,120}$")  # stateroom/ids.py
 
 
 def _release(text: str) -> tuple[int, ...]:
@@ -58,6 +62,22 @@ _CORRUPT = (
     "it writes a corrupt row into the SQL table behind the session; Stateroom items are"
     " validated JSON written through the API, so there is no such row to skip"
 )
+_NATIVE_COMPACTION = (
+    "it tests OpenAIResponsesCompactionSession's native path for SQLiteSession and"
+    " SQLAlchemySession (their private _get_compaction_snapshot, _atomic_replace_items and"
+    " _read_compaction_items: a snapshot past the session's read limit, a replacement in"
+    " their SQL transaction); a StateroomSession, like any other Session, gets the"
+    " compaction session's generic path"
+)
+_COMPACTION_HOOKS = (
+    "it drives or breaks the SQL internals under that native compaction path (the"
+    " session's private _insert_items, db_path, connection or engine, SQL constraints)"
+)
+_ENCRYPTED_POP = (
+    "it tests EncryptedSession's native pop for SQLiteSession (the row authenticated"
+    " inside SQLite's transaction); on any other Session it pops through the protocol"
+)
+_SQLITE_ROWS = "it reads or writes the SQLite table behind the session with sqlite3"
 NOT_APPLICABLE: dict[str, str] = {
     # tests/memory/test_session.py
     "test_await_mutation_cancellation_hides_later_failure_without_loop_error": (
@@ -118,22 +138,145 @@ NOT_APPLICABLE: dict[str, str] = {
     "test_engine_property_is_read_only": _ALCHEMY,
     "test_sqlite_configuration_registry_releases_collected_engines": _ALCHEMY,
     "test_sqlite_configuration_registry_does_not_grow_unbounded": _ALCHEMY,
+    # tests/extensions/memory/test_encrypt_session.py
+    "test_encrypted_session_scan_budget_rejects_negative_limit_before_read": (
+        "it pins SQLiteSession's historical reading of a negative limit as no limit (SQL's"
+        " LIMIT -1); other sessions read no items then (RedisSession's test next to it"
+        " expects [], and so does StateroomSession)"
+    ),
+    "test_encrypted_pop_wrong_key_preserves_recoverable_history": _ENCRYPTED_POP,
+    "test_encrypted_pop_rechecks_authentication_after_expired_tail": _ENCRYPTED_POP,
+    "test_encrypted_pop_cancellation_waits_for_authentication_rollback": _ENCRYPTED_POP,
+    "test_encrypted_pop_authentication_is_atomic_with_concurrent_mutations": _SQLITE_ROWS,
+    "test_encrypted_pop_wrong_key_preserves_row_identity": _SQLITE_ROWS,
+    "test_encrypted_compaction_skips_unencrypted_stored_history": _NATIVE_COMPACTION,
+    # tests/memory/test_compaction_model_visibility.py
+    "test_automatic_compaction_does_not_reload_unbounded_hidden_history": _COMPACTION_HOOKS,
+    "test_backend_read_limit_cannot_hide_retained_history_from_compaction": _NATIVE_COMPACTION,
+    "test_expired_read_overhead_does_not_authorize_hidden_history": _NATIVE_COMPACTION,
+    # tests/memory/test_compaction_suffix.py
+    "test_expired_prefix_does_not_block_full_live_window": _NATIVE_COMPACTION,
+    "test_suffix_transaction_rolls_back_failed_insert": _COMPACTION_HOOKS,
+    "test_new_backend_write_invalidates_snapshot": _NATIVE_COMPACTION,
+    "test_cancelled_suffix_transaction_settles_before_newer_append": _COMPACTION_HOOKS,
+    "test_failed_encrypted_suffix_transaction_preserves_original_tokens": _COMPACTION_HOOKS,
+    "test_repeated_ttl_bursts_do_not_accumulate_expired_rows": _NATIVE_COMPACTION,
+    "test_prefix_cleanup_stops_before_retained_history": _NATIVE_COMPACTION,
+    "test_partial_compaction_does_not_split_tool_call_and_output": _NATIVE_COMPACTION,
+    "test_unverifiable_rows_inside_snapshot_are_retained": _NATIVE_COMPACTION,
+    "test_partial_compaction_preserves_reasoning_and_its_follower": _NATIVE_COMPACTION,
+    # tests/memory/test_openai_responses_compaction_session.py (the "native" parameter:
+    # the other one runs the same test on a plain Session and is collected)
+    "test_automatic_compaction_rollback_budget[True]": _NATIVE_COMPACTION,
+    "test_settled_pop_failure_invalidates_response_chain": _COMPACTION_HOOKS,
+    "test_settled_clear_failure_invalidates_response_chain": _COMPACTION_HOOKS,
+    # tests/memory/test_sqlalchemy_compaction.py
+    "test_cancelled_replacement_settles_before_other_instance_append": _COMPACTION_HOOKS,
+    "test_failed_replacement_preserves_history_during_other_instance_access": _COMPACTION_HOOKS,
+    "test_compaction_with_engine_managed_sqlite_begin": _COMPACTION_HOOKS,
+    "test_encrypted_prefix_cleanup_is_atomic": _COMPACTION_HOOKS,
+    "test_parent_constraint_rejection_propagates": _COMPACTION_HOOKS,
+    "test_replacement_uses_timestamp_order_not_id_order": _COMPACTION_HOOKS,
+    "test_encrypted_unknown_row_is_retained": _NATIVE_COMPACTION,
+    "test_limited_sqlalchemy_compacts_visible_suffix": _NATIVE_COMPACTION,
+    "test_other_instance_mutation_invalidates_suffix": _NATIVE_COMPACTION,
+    # tests/test_run_impl_resume_paths.py
+    "test_handoff_resume_after_cancelled_compaction_commits": _COMPACTION_HOOKS,
 }
 
 
-# The Runner's own test files: only their tests that build a session are conformance
-# tests of a session (the others test the Runner, with no session, and are not collected).
-RUNNER_FILES = frozenset(
-    {"test_agent_runner.py", "test_agent_runner_streamed.py", "test_soft_cancel.py"}
+# The test files of the chosen tree (its TESTS file; the other files are helpers, none
+# of whose tests is collected). The SDK's session test files are collected whole; of
+# the others, only the tests that build a session (in their body, a fixture they use or
+# a function of their module they call) are conformance tests of a session.
+TESTS = (
+    frozenset((HERE / CHOSEN / "TESTS").read_text().split()) if CHOSEN is not None else frozenset()
 )
-BUILDS_A_SESSION = ("SQLiteSession(", "SQLAlchemySession(", "SQLAlchemySession.from_url(")
+SESSION_FILES = frozenset(
+    {
+        "memory/test_session.py",
+        "memory/test_session_limit.py",
+        "extensions/memory/test_sqlalchemy_session.py",
+    }
+)
+SESSION_CLASSES = ("SQLiteSession", "SQLAlchemySession")
+# A call of a session class, or the choice of one (``factory = A if x else SQLiteSession``).
+BUILDS_A_SESSION = re.compile(
+    r"(?<![\w.])(SQLiteSession|SQLAlchemySession)(\(|\.from_url\(|\s+if\b|[ \t]*$)", re.M
+)
+# Parameters of a collected test that build another session class: not applicable.
+NOT_APPLICABLE_PARAMS: dict[str, str] = {
+    "async-sqlite": (
+        "this parameter builds an AsyncSQLiteSession, another session class (its other"
+        " parameter builds the SQLiteSession, which runs here on Stateroom)"
+    ),
+}
 
 
-def builds_no_session(item: pytest.Item) -> bool:
-    if Path(str(item.path)).name not in RUNNER_FILES:
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if CHOSEN is None or collection_path.suffix != ".py":
+        return None
+    tree = HERE / CHOSEN
+    if tree not in collection_path.parents:
+        return None
+    return collection_path.relative_to(tree).as_posix() not in TESTS
+
+
+def _source(obj: Any) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _builders(module: Any) -> frozenset[str]:
+    """Names of the module's own functions and classes that build a session, directly or not."""
+    cached: frozenset[str] | None = getattr(module, "__sdk_session_builders__", None)
+    if cached is not None:
+        return cached
+    sources = {
+        name: _source(obj)
+        for name, obj in vars(module).items()
+        if (inspect.isfunction(obj) or inspect.isclass(obj))
+        and getattr(obj, "__module__", None) == module.__name__
+    }
+    found = {name for name, text in sources.items() if BUILDS_A_SESSION.search(text)}
+    while True:
+        more = {
+            name
+            for name, text in sources.items()
+            if name not in found and any(re.search(rf"\b{b}\(", text) for b in found)
+        }
+        if not more:
+            break
+        found |= more
+    module.__sdk_session_builders__ = frozenset(found)
+    return module.__sdk_session_builders__
+
+
+def builds_a_session(item: pytest.Item) -> bool:
+    function = getattr(item, "function", None) or item.obj
+    texts = [_source(function)]
+    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in fixtures.get(name, ()):
+            if HERE in Path(inspect.getfile(fixturedef.func)).parents:
+                texts.append(_source(fixturedef.func))
+    builders = _builders(item.module)
+    return any(
+        BUILDS_A_SESSION.search(text) or any(re.search(rf"\b{b}\(", text) for b in builders)
+        for text in texts
+    )
+
+
+def collected(item: pytest.Item) -> bool:
+    if getattr(item, "originalname", item.name) in NOT_APPLICABLE or item.name in NOT_APPLICABLE:
         return False
-    source = inspect.getsource(getattr(item, "function", None) or item.obj)
-    return not any(call in source for call in BUILDS_A_SESSION)
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any(p in callspec.id for p in NOT_APPLICABLE_PARAMS):
+        return False
+    relative = Path(str(item.path)).relative_to(HERE / str(CHOSEN)).as_posix()
+    return relative in SESSION_FILES or builds_a_session(item)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -144,12 +287,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    mine = [i for i in items if HERE in Path(str(i.path)).parents]
-    dropped = [
-        i
-        for i in mine
-        if getattr(i, "originalname", i.name) in NOT_APPLICABLE or builds_no_session(i)
-    ]
+    tree = HERE / str(CHOSEN)
+    mine = [i for i in items if tree in Path(str(i.path)).parents]
+    dropped = [i for i in mine if not collected(i)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [i for i in items if i not in dropped]
@@ -168,7 +308,13 @@ class Target:
     def session_for(self, store: str, session_id: str) -> str:
         key = (store, session_id)
         if key not in self.ids:
-            stateroom_id = f"sdk-{next(self.numbers)}"
+            # The test's own id where Stateroom takes it and this test has not used it
+            # yet (the SDK reads `session.session_id`); another store's session of the
+            # same id gets a suffix.
+            taken = set(self.ids.values())
+            stateroom_id = session_id
+            if not PUBLIC_ID.match(stateroom_id) or stateroom_id in taken:
+                stateroom_id = f"sdk-{next(self.numbers)}"
             # Synchronous on purpose: the SDK's sessions are built in sync code too.
             with StateroomClient(self.url, self.token) as sync:
                 sync.create_session(user_id=USER, session_id=stateroom_id)
@@ -240,6 +386,16 @@ class PortedSQLAlchemySession(StateroomSession):
     async def close(self) -> None:
         """Nothing to release (SQLAlchemySession disposes of its engine here)."""
 
+    @property
+    def engine(self) -> _NoEngine:
+        """What a test disposes of when it is done with the session: nothing here."""
+        return _NoEngine()
+
+
+class _NoEngine:
+    async def dispose(self) -> None:
+        """A StateroomSession has no engine to dispose of."""
+
 
 @pytest.fixture(scope="session", autouse=True)
 def no_tracing() -> None:
@@ -247,16 +403,59 @@ def no_tracing() -> None:
     set_tracing_disabled(True)
 
 
+def rebased(cls: type, real: type, stand_in: type) -> type:
+    """`cls`, a test module's own subclass of `real`, deriving from `stand_in` instead.
+
+    Its methods are copied with their zero-argument ``super()`` bound to the new class.
+    """
+    namespace: dict[str, Any] = {}
+    new_cell = types.CellType()
+    for key, value in vars(cls).items():
+        if key in ("__dict__", "__weakref__"):
+            continue
+        if inspect.isfunction(value) and "__class__" in value.__code__.co_freevars:
+            closure = tuple(
+                new_cell if name == "__class__" else cell
+                for name, cell in zip(
+                    value.__code__.co_freevars, value.__closure__ or (), strict=True
+                )
+            )
+            copy = types.FunctionType(
+                value.__code__, value.__globals__, value.__name__, value.__defaults__, closure
+            )
+            copy.__kwdefaults__ = value.__kwdefaults__
+            copy.__qualname__ = value.__qualname__
+            value = copy
+        namespace[key] = value
+    bases = tuple(stand_in if base is real else base for base in cls.__bases__)
+    new = type(cls.__name__, bases, namespace)
+    new_cell.cell_contents = new
+    return new
+
+
 @pytest.fixture(autouse=True)
 def stateroom_sessions(request: pytest.FixtureRequest, server, monkeypatch):
     client = AsyncStateroomClient(server.url, server.token)
     _TARGET.append(Target(server.url, server.token, client))
+    module = request.module
     for name, stand_in in (
         ("SQLiteSession", PortedSQLiteSession),
         ("SQLAlchemySession", PortedSQLAlchemySession),
     ):
-        if hasattr(request.module, name):
-            monkeypatch.setattr(request.module, name, stand_in)
+        real = getattr(module, name, None)
+        if real is None:
+            continue
+        monkeypatch.setattr(module, name, stand_in)
+        # The module's own subclasses of the session class (made when it was imported).
+        for attr, value in list(vars(module).items()):
+            if (
+                inspect.isclass(value)
+                and value.__module__ == module.__name__
+                and real in value.__bases__
+            ):
+                monkeypatch.setattr(module, attr, rebased(value, real, stand_in))
+    # A test that imports SQLAlchemySession in its body gets the stand-in too.
+    monkeypatch.setattr(sqlalchemy_session, "SQLAlchemySession", PortedSQLAlchemySession)
     yield
     _TARGET.pop()
     asyncio.run(client.close())  # loops the test used have shut down (their clients closed)
