@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from actions_app.approvals import ApprovalActions
 from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
@@ -409,6 +410,35 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
             approval_id=cancelled.approval_id, reason="Customer withdrew the request"
         )
         RunActions(tenant, admin).cancel(run_id=run.run_id, reason="Customer withdrew the request")
+        # A refund asked before a deploy changed the tool's schema: the runtime voided it on
+        # resume (the old approval cannot be honoured) and asked again with the diff.
+        _, run, stale = payments_refund(tenant, rng, 25, risk="high", amount=480, age_minutes=120)
+        old = {"type": "object", "properties": {"charge": {"type": "string"}}}
+        new = {
+            "type": "object",
+            "properties": {"charge": {"type": "string"}, "currency": {"type": "string"}},
+            "required": ["charge", "currency"],
+        }
+        ApprovalActions(tenant, runtime_actor(tenant)).void(
+            approval_id=stale.approval_id,
+            reason_code="tool_changed",
+            reason="payments.refund now requires a currency; the call was asked without one",
+            details={"tool": stale.tool_name, "old": old, "new": new},
+        )
+        runs = RunStateStore(tenant, runtime_actor(tenant))
+        ApprovalStore(tenant, runtime_actor(tenant)).request(
+            run_id=run.run_id,
+            expected_version=runs.get(run.run_id).version,
+            tool_name=stale.tool_name,
+            arguments={**stale.arguments, "currency": "EUR"},
+            risk="high",
+            reason="The tool changed since this was asked: asked again with the new schema",
+            summary=f"{stale.summary} (asked again: the tool changed)",
+            key_arguments=list(stale.key_arguments),
+            allowed_decisions=list(stale.allowed_decisions),
+            replaces_approval_id=stale.approval_id,
+        )
+        made["approvals"] += 1
         # An effect whose outcome is unknown after a crash, and one that failed.
         _, run, unknown_approval = payments_refund(
             tenant, rng, 24, risk="medium", amount=120, age_minutes=200
