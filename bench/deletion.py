@@ -85,7 +85,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     from django.db import connection
 
     from audit_app.actor import Actor
-    from lifecycle_app.content import Owners, content_left, resolve
+    from lifecycle_app.content import Owners, resolve
+    from lifecycle_app.content import content_left as owners_content_left
     from lifecycle_app.deletion import DeletionStore
     from sessions_app.models import Session
     from tenancy_app.models import Tenant
@@ -106,7 +107,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     with in_tenant(tenant):
         session = Session.objects.get(tenant=tenant, session_id=session_id)
         owners = Owners.build(tenant, Actor.system("bench"), store.now)
-        left = content_left(owners, resolve(owners, session), list(deletion.counts))
+        left = owners_content_left(owners, resolve(owners, session), list(deletion.counts))
     left_raw = content_left(url, tenant.pk, session_id)
     rows = sum(deletion.counts.values())
     txs = Sample(tx, elapsed)
