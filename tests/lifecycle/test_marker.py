@@ -49,6 +49,8 @@ CONTENT_COLUMNS = {
     ("approvals_app_approvalrequest", "reason"),
     ("approvals_app_approvalrequest", "decision_reason"),
     ("approvals_app_approvalrequest", "response"),
+    ("approvals_app_approvalrequest", "void_reason"),  # the runtime's words on a void
+    ("approvals_app_approvalrequest", "void_details"),
     ("effects_app_externaleffect", "request"),
     ("effects_app_externaleffect", "result"),
     ("effects_app_externaleffect", "error"),
@@ -177,6 +179,19 @@ def write_the_marker_everywhere(runtime: Api, operator: Api) -> dict[str, list[s
             {**decision, "reason": f"why {m}"},
         )
         version = runtime("get", "/api/v1/runs/r1")["version"]
+    # One the runtime voids (its tool changed): its words and evidence are content too.
+    voided = runtime(
+        "post",
+        "/api/v1/runs/r1/approvals",
+        {"expected_version": version, "tool_name": "refund", "arguments": {"a": m}, "risk": "low"},
+        201,
+    )
+    approvals.append(voided["approval_id"])
+    runtime(
+        "post",
+        f"/api/v1/approvals/{voided['approval_id']}/void",
+        {"reason_code": "tool_changed", "reason": f"schema {m}", "details": {"old": m}},
+    )
     effects = []
     for key, outcome in (("k1", "commit"), ("k2", "fail")):
         effect = runtime(
