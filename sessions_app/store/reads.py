@@ -200,59 +200,31 @@ class SessionReads(SessionStoreBase):
             for seq, role, item_type, payload, run_id, created_at in rows
         ]
 
-    # How many of the newest items the first step of a search reads (`_search_ids`).
-    SEARCH_WINDOW = 20_000
-
-    def _search_ids(self, query: str, before_id: int | None, wanted: int) -> list[int]:
-        """Up to `wanted` ids of matching items, newest first, in one or two steps.
-
-        PostgreSQL cannot know how many items a query matches: for a word most
-        items say it rightly walks the items newest first and stops early; for
-        a rare phrase that walk reads the whole tenant (hundreds of ms at 1 M
-        items). So: first the newest `SEARCH_WINDOW` items, walked in id order;
-        if they hold `wanted` matches, done. Otherwise the older ones through
-        the GIN index (`item_search_gin`), whose AND of the query's words is
-        driven by its rarest one, sorted by id (`i.id + 0` keeps the walk by id
-        out of that plan).
-        """
-        bound, params = "", [self.tenant.pk]
-        if before_id is not None:
-            bound, params = " AND i.id < %s", [self.tenant.pk, before_id]
-        with hot_cursor() as cursor:
-            cursor.execute(
-                f"SELECT w.id, w.matches FROM (SELECT i.id,"
-                " i.search @@ websearch_to_tsquery('english', %s) AS matches"
-                f" FROM {_ITEMS} i WHERE i.tenant_id = %s{bound}"
-                " ORDER BY i.id DESC LIMIT %s) w",
-                [query, *params, self.SEARCH_WINDOW],
-            )
-            window = cursor.fetchall()
-        ids = [id_ for id_, matches in window if matches][:wanted]
-        if len(ids) >= wanted or len(window) < self.SEARCH_WINDOW:
-            return ids
-        oldest = window[-1][0]
-        with hot_cursor() as cursor:
-            cursor.execute(
-                f"SELECT i.id FROM {_ITEMS} i WHERE i.tenant_id = %s AND i.id < %s"
-                " AND i.search @@ websearch_to_tsquery('english', %s)"
-                " ORDER BY i.id + 0 DESC LIMIT %s",
-                [self.tenant.pk, oldest, query, wanted - len(ids)],
-            )
-            return ids + [row[0] for row in cursor.fetchall()]
-
     def search_items(
         self, *, query: str, before_id: int | None = None, limit: int = 20
     ) -> tuple[list[ItemHit], bool]:
         """Items whose text matches `query` (web-search syntax: words, "a phrase", -not, or),
         newest first, keyset-paged on the item's id; and whether older hits follow.
 
-        Two statements: the matching ids (`_search_ids`), then the page's rows
-        with their highlighted snippets (`ts_headline` reads the payload
-        again, so only for the rows shown).
+        Two statements: the matching ids by the GIN index (`item_search_gin`),
+        then the page's rows with their highlighted snippets (`ts_headline`
+        reads the payload again, so only for the rows shown).
         """
         if not query.strip():
             return [], False
-        ids = self._search_ids(query, before_id, limit + 1)
+        sql = (
+            f"SELECT i.id FROM {_ITEMS} i WHERE i.tenant_id = %s"
+            " AND i.search @@ websearch_to_tsquery('english', %s)"
+        )
+        params: list[Any] = [self.tenant.pk, query]
+        if before_id is not None:
+            sql += " AND i.id < %s"
+            params.append(before_id)
+        sql += " ORDER BY i.id DESC LIMIT %s"
+        params.append(limit + 1)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            ids = [row[0] for row in cursor.fetchall()]
         more, ids = len(ids) > limit, ids[:limit]
         if not ids:
             return [], False

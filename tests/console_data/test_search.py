@@ -6,7 +6,6 @@ import re
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
@@ -180,26 +179,3 @@ def test_user_search_is_a_case_insensitive_prefix(make_session, support_a):
     make_session("s-3", user_id="vip-customer")
     body = login(support_a).get("/t/acme/sessions/", {"user_id": "CUSTOMER"}).content.decode()
     assert sorted(set(re.findall(r">(s-\d)</a>", body))) == ["s-1", "s-2"]
-
-
-def test_matches_older_than_the_first_window_are_found_through_the_index(
-    make_session, tenant_a, monkeypatch
-):
-    """The first step reads only the newest items; a rare phrase said long ago is found by
-    the second (the GIN index), in order, and pages keyset by id across both steps."""
-    monkeypatch.setattr(SessionStore, "SEARCH_WINDOW", 4)
-    make_session("s-1")
-    say(tenant_a, "s-1", "refund the blue kettle", "refund the blue kettle")  # old: 2 hits
-    say(tenant_a, "s-1", *[f"small talk {n}" for n in range(6)])  # newer noise
-    say(tenant_a, "s-1", "refund the blue kettle")  # newest hit, inside the first window
-    store = SessionStore(tenant_a, RUNTIME)
-    with in_tenant(tenant_a):
-        hits, more = store.search_items(query='"blue kettle"', limit=2)
-        assert ([h.seq for h in hits], more) == ([9, 2], True)
-        older, more = store.search_items(query='"blue kettle"', before_id=hits[-1].id, limit=2)
-        assert ([h.seq for h in older], more) == ([1], False)
-        # A word said everywhere is answered from the first window alone.
-        with CaptureQueriesContext(connection) as queries:
-            hits, more = store.search_items(query="talk", limit=2)
-        assert ([h.seq for h in hits], more) == ([8, 7], True)
-        assert len(queries) == 2  # the window, then the page's rows: no second step
