@@ -393,8 +393,7 @@ def test_decision_refusals_change_nothing(api_a, operator_api_a, operator_api_b,
 
 
 def test_decision_after_expiry_is_409_and_records_the_expiry(operator_api_a, tenant_a):
-    make_approval(tenant_a, approval_id="apr-1", expires_at=timezone.now() + timedelta(seconds=1))
-    time.sleep(1.1)
+    asked_an_hour_ago(tenant_a, "apr-1", "run-1", ttl_seconds=1)
     response = post(operator_api_a, "/api/v1/approvals/apr-1/decision", {"decision": "approve"})
     status, code, details = error_of(response)
     assert (status, code, details["status"]) == (409, "approval_expired", "expired")
