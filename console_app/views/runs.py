@@ -78,11 +78,17 @@ def run_detail(request, run_id: str):
     }
     if fragment is None:
         preview = EffectStore(request.tenant, actor).resume_preview(run_id=run_id)
+        approvals = _with_edits(
+            ApprovalStore(request.tenant, actor).list_approvals(run_id=run_id).order_by("-id")
+        )
         context |= {
             "deadline": _deadline(run),
             "nodes": list(store.node_executions(run_id)),
-            "approvals": _with_edits(
-                ApprovalStore(request.tenant, actor).list_approvals(run_id=run_id).order_by("-id")
+            "approvals": approvals,
+            # The approval the run waits on as it reads now: one past its expires_at
+            # can no longer be decided, even before the sweep records it.
+            "waits_on": next(
+                (a for a in approvals if a.approval_id == run.pending_approval_id), None
             ),
             "preview": preview,
             "effects": sorted(

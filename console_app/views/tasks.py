@@ -7,6 +7,7 @@ from itertools import pairwise
 from django.http import Http404
 from django.views.decorators.http import require_GET
 
+from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
@@ -35,8 +36,13 @@ def _failure(task, runs) -> dict | None:
     return {"run_id": None, "message": "no run of this task recorded a failure", "code": ""}
 
 
-def _waits_for(task, runs) -> list[dict]:
-    """What a waiting task waits for: its pending approvals, and runs that wait on a person."""
+def _waits_for(task, runs, approvals: ApprovalStore) -> list[dict]:
+    """What a waiting task waits for: its pending approvals, and runs that wait on a person.
+
+    The approvals the runtime's state names are read from the approvals store
+    at its clock (one query): one that can no longer be decided (expired,
+    decided, voided) is shown with its status, not as awaiting a decision.
+    """
     if task.status != "waiting":
         return []
     found = [{"kind": "approval", "id": a} for a in task.pending_approvals]
@@ -46,6 +52,18 @@ def _waits_for(task, runs) -> list[dict]:
                 found.append({"kind": "approval", "id": run.pending_approval_id})
         elif run.status == "suspended":
             found.append({"kind": "resume", "id": run.run_id})
+    ids = [w["id"] for w in found if w["kind"] == "approval"]
+    if ids:
+        statuses = {
+            approval.approval_id: approval.status
+            for approval in approvals.list_approvals()
+            .filter(approval_id__in=ids)
+            .select_related(None)
+            .only("approval_id", "status", "expires_at", "decided_at")
+        }
+        for w in found:
+            if w["kind"] == "approval":
+                w["status"] = statuses.get(w["id"], "unknown")
     return found
 
 
@@ -108,7 +126,7 @@ def task_detail(request, task_id: str):
             "related_page": RELATED_PAGE,
             "completed_nodes": completed_nodes,
             "failure": _failure(task, runs),
-            "waits_for": _waits_for(task, runs),
+            "waits_for": _waits_for(task, runs, ApprovalStore(request.tenant, store.actor)),
             "graph": graph[:GRAPH_PAGE],
             "graph_older": graph[GRAPH_PAGE - 1].pk if len(graph) > GRAPH_PAGE else None,
             "graph_root_ids": [

@@ -258,3 +258,55 @@ def test_waiting_task_says_what_it_waits_for(tenant_a, support_a):
     body = login(support_a).get("/t/acme/tasks/t-w/").content.decode()
     waits = body.split('data-testid="task-waits-for">', 1)[1].split("</div>", 1)[0]
     assert "a person to resume run" in waits and ">t-w-run</a>" in waits
+
+
+def test_a_waiting_task_does_not_offer_an_approval_that_can_no_longer_be_decided(
+    tenant_a, support_a, tenant_b, admin_b, django_assert_num_queries
+):
+    """The runtime's state still lists an approval that expired (no sweep yet): the page
+    says it can no longer be decided, read at the approvals store's clock."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals_app.store import ApprovalStore
+    from runs_app.store import RunStateStore
+
+    asked = timezone.now() - timedelta(hours=1)
+    with in_tenant(tenant_a):
+        runs = RunStateStore(tenant_a, RUNTIME)
+        for run_id, approval_id, clock, ttl in (
+            ("r-live", "apr-live", timezone.now, timedelta(hours=1)),
+            ("r-late", "apr-late", lambda: asked, timedelta(minutes=1)),
+        ):
+            run = runs.create(run_id=run_id)
+            run = runs.compare_and_set(
+                run_id=run_id, expected_version=run.version, changes={"status": "running"}
+            )
+            ApprovalStore(tenant_a, RUNTIME, clock=clock).request(
+                run_id=run_id,
+                expected_version=run.version,
+                approval_id=approval_id,
+                tool_name="send_refund",
+                arguments={"amount": 5},
+                risk="high",
+                expires_at=clock() + ttl,
+            )
+        tasks = TaskStateStore(tenant_a, RUNTIME)
+        task = tasks.create(task_id="t-a", objective="Refund")
+        tasks.save(
+            task_id="t-a",
+            expected_version=task.version,
+            status="waiting",
+            pending_approvals=["apr-live", "apr-late"],
+        )
+    client = login(support_a)
+    # As for any task (test_inspector_query_count: 7), and the named approvals' statuses.
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 8):
+        body = client.get("/t/acme/tasks/t-a/").content.decode()
+    waits = body.split('data-testid="task-waits-for">', 1)[1].split("</div>", 1)[0]
+    live, late = waits.split("</li>")[:2]
+    assert "a decision on approval" in live and ">apr-live</a>" in live
+    assert "a decision" not in late and ">apr-late</a>" in late
+    assert 'data-testid="waits-approval-status">expired<' in late
+    assert login(admin_b).get("/t/acme/tasks/t-a/").status_code == 404

@@ -674,6 +674,11 @@ def test_an_approval_past_expires_at_shows_expired_and_offers_no_decision(
     assert overdue.expires_at.strftime("%Y-%m-%d %H:%M:%S") in page
     inspector = client.get("/t/acme/runs/r1/").content.decode()
     assert '<span class="badge s-expired">expired</span>' in inspector
+    # The run still records waiting_approval (no sweep yet); its page does not say the
+    # approval it waits on can still be decided.
+    fields = inspector.split('data-testid="run-fields">', 1)[1].split("</dl>", 1)[0]
+    assert 'data-testid="waits-on-status">expired</span>' in fields
+    assert "can no longer be decided; the run is suspended when the expiry sweep" in fields
     with in_tenant(tenant_a):
         assert AuditEvent.objects.count() == before
     assert reload(tenant_a, "late").status == "pending"
