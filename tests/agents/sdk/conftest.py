@@ -12,7 +12,7 @@ Only the tree of the newest vendored release not newer than the installed SDK
 is collected (each release's tests use that release's helpers). Tests of the
 SQLite/SQLAlchemy machinery itself (connections, locks, engines, rows written
 behind the session's back) do not apply and are deselected; NOT_APPLICABLE
-gives each one's reason, and the README lists them. Of the Runner's own test
+gives each one's reason, and tests/agents/sdk/README.md lists them. Of the Runner's own test
 files (RUNNER_FILES) only the tests that build a session are collected.
 """
 
