@@ -9,7 +9,6 @@ database connection while it waits.
 import time
 
 from django.conf import settings
-from django.core.validators import RegexValidator
 from django.db import connection
 from drf_spectacular.utils import (
     OpenApiResponse,
@@ -31,6 +30,7 @@ from stateroom.api import (
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, error
 from stateroom.contract import (
     PageQuery,
+    PublicIdField,
     QuerySerializer,
     StrictCharField,
     StrictChoiceField,
@@ -41,13 +41,22 @@ from stateroom.contract import (
     query,
     worker_field,
 )
-from stateroom.ids import PUBLIC_ID_RE
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from tenancy_app.auth import IsOperatorToken
 from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
 
 from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, VoidReason
-from .store import MAX_VOID_DETAILS_BYTES, MAX_VOID_REASON_LENGTH, ApprovalStore
+from .store import (
+    MAX_ARGUMENT_NAME_LENGTH,
+    MAX_KEY_ARGUMENTS,
+    MAX_RESPONSE_LENGTH,
+    MAX_SUMMARY_LENGTH,
+    MAX_TOOL_NAME_LENGTH,
+    MAX_VOID_DETAILS_BYTES,
+    MAX_VOID_REASON_LENGTH,
+    ApprovalStore,
+)
 
 # Long-poll re-check interval: starts short so a decision shows up fast, grows to 1 s.
 POLL_FIRST_DELAY = 0.1
@@ -137,32 +146,26 @@ class ApprovalSerializer(serializers.Serializer):
 
 class ApprovalRequestIn(StrictSerializer):
     expected_version = StrictIntegerField(min_value=1)
-    tool_name = StrictCharField(max_length=200)
+    tool_name = StrictCharField(max_length=MAX_TOOL_NAME_LENGTH)
     arguments = StrictDictField()
     risk = StrictChoiceField(choices=Risk.choices)
     reason = StrictCharField(required=False, allow_blank=True, default="")
     expires_at = StrictDateTimeField(
         required=False, allow_null=True, help_text="With an offset; must lie in the future"
     )
-    approval_id = StrictCharField(
-        required=False,
-        max_length=128,
-        validators=[
-            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
-        ],
-    )
+    approval_id = PublicIdField(required=False, help_text="Generated if omitted")
     summary = StrictCharField(
         required=False,
         allow_blank=True,
         default="",
-        max_length=300,
+        max_length=MAX_SUMMARY_LENGTH,
         help_text="One line the inbox shows for the call, e.g. 'Refund $1,200 to acct-9'",
     )
     key_arguments = serializers.ListField(
-        child=StrictCharField(max_length=200),
+        child=StrictCharField(max_length=MAX_ARGUMENT_NAME_LENGTH),
         required=False,
-        max_length=3,
-        help_text="Up to 3 argument names that matter; the inbox shows their values "
+        max_length=MAX_KEY_ARGUMENTS,
+        help_text=f"Up to {MAX_KEY_ARGUMENTS} argument names that matter; the inbox shows their values "
         "(default: the first scalar arguments)",
     )
     usual_arguments = StrictDictField(
@@ -178,7 +181,7 @@ class ApprovalRequestIn(StrictSerializer):
     )
     replaces_approval_id = StrictCharField(
         required=False,
-        max_length=128,
+        max_length=MAX_PUBLIC_ID_LENGTH,
         help_text="The voided approval of this run that this one asks again",
     )
     worker = worker_field()
@@ -222,7 +225,7 @@ class ApprovalDecisionIn(StrictSerializer):
     response = StrictCharField(
         required=False,
         allow_blank=True,
-        max_length=20_000,
+        max_length=MAX_RESPONSE_LENGTH,
         help_text="respond: the text the model gets as the tool's result",
     )
     expected_digest = StrictCharField(
@@ -235,7 +238,7 @@ class ApprovalDecisionIn(StrictSerializer):
 
 class ApprovalListQuery(PageQuery):
     status = serializers.ChoiceField(choices=ApprovalStatus.choices, required=False)
-    run_id = serializers.CharField(max_length=128, required=False)
+    run_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
 
 
 class ApprovalWaitQuery(QuerySerializer):

@@ -45,7 +45,7 @@ from sessions_app.models import TERMINAL_SESSION_STATUSES
 from stateroom.canonical import canonical_json, digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound, Unprocessable
-from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
@@ -66,6 +66,11 @@ DECISIONS = tuple(Decision.values)
 # Decisions that let the call run (and so count for four-eyes and take its reason rule).
 RUNS_THE_CALL = frozenset({Decision.APPROVE, Decision.EDIT})
 REASON_REQUIRED_RISKS = frozenset({Risk.HIGH, Risk.CRITICAL})
+# The limits of a request and a decision, for every caller (the API's serializers import them).
+MAX_TOOL_NAME_LENGTH = 200
+MAX_SUMMARY_LENGTH = 300
+MAX_KEY_ARGUMENTS = 3
+MAX_ARGUMENT_NAME_LENGTH = 200
 MAX_RESPONSE_LENGTH = 20_000
 # What a runtime may void: an approval still waiting, or approved but its call not run.
 VOIDABLE = frozenset({ApprovalStatus.PENDING, ApprovalStatus.APPROVED})
@@ -903,8 +908,8 @@ class ApprovalStore(BaseStore):
         now: datetime,
     ) -> None:
         errors: dict[str, list[str]] = {}
-        if not isinstance(tool_name, str) or not 1 <= len(tool_name) <= 200:
-            errors["tool_name"] = ["1-200 characters"]
+        if not isinstance(tool_name, str) or not 1 <= len(tool_name) <= MAX_TOOL_NAME_LENGTH:
+            errors["tool_name"] = [f"1-{MAX_TOOL_NAME_LENGTH} characters"]
         if not isinstance(arguments, dict):
             errors["arguments"] = ["must be an object"]
         else:
@@ -919,7 +924,7 @@ class ApprovalStore(BaseStore):
         if expires_at is not None and (expires_at.tzinfo is None or expires_at <= now):
             errors["expires_at"] = ["must be a time in the future, with a time zone"]
         if approval_id is not None and not is_valid_public_id(approval_id):
-            errors["approval_id"] = ["1-128 characters of [A-Za-z0-9._:-]"]
+            errors["approval_id"] = [PUBLIC_ID_RULE]
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
 
@@ -1249,22 +1254,21 @@ def _allowed_decisions(allowed: Any) -> list[str]:
     return [d for d in DECISIONS if d in allowed]
 
 
-MAX_KEY_ARGUMENTS = 3
-
-
 def _presentation(summary: Any, key_arguments: Any, usual_arguments: Any) -> tuple[str, list[str]]:
     """The inbox's summary and key arguments, checked; 422 when malformed."""
     errors: dict[str, list[str]] = {}
     summary = "" if summary is None else summary
-    if not isinstance(summary, str) or len(summary) > 300 or "\n" in summary:
-        errors["summary"] = ["one line of at most 300 characters"]
+    if not isinstance(summary, str) or len(summary) > MAX_SUMMARY_LENGTH or "\n" in summary:
+        errors["summary"] = [f"one line of at most {MAX_SUMMARY_LENGTH} characters"]
     keys = [] if key_arguments is None else key_arguments
     if (
         not isinstance(keys, list | tuple)
         or len(keys) > MAX_KEY_ARGUMENTS
-        or not all(isinstance(k, str) and 0 < len(k) <= 200 for k in keys)
+        or not all(isinstance(k, str) and 0 < len(k) <= MAX_ARGUMENT_NAME_LENGTH for k in keys)
     ):
-        errors["key_arguments"] = [f"at most {MAX_KEY_ARGUMENTS} argument names"]
+        errors["key_arguments"] = [
+            f"at most {MAX_KEY_ARGUMENTS} argument names of 1-{MAX_ARGUMENT_NAME_LENGTH} characters"
+        ]
     if usual_arguments is not None and not isinstance(usual_arguments, dict):
         errors["usual_arguments"] = ["must be an object"]
     if errors:

@@ -25,6 +25,7 @@ from stateroom.contract import (
     query,
     worker_field,
 )
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 
 from .models import EffectStatus, ExternalEffect
 from .store import KEY_MAX, NODE_MAX, TOOL_MAX, EffectStore
@@ -41,7 +42,9 @@ class EffectRecordIn(StrictSerializer):
     request = StrictDictField(help_text="The call about to be made (JSON object)")
     node_id = StrictCharField(max_length=NODE_MAX, required=False, allow_blank=True)
     approval_id = StrictCharField(
-        max_length=128, required=False, help_text="The approval this call was allowed by"
+        max_length=MAX_PUBLIC_ID_LENGTH,
+        required=False,
+        help_text="The approval this call was allowed by",
     )
     worker = worker_field()
 
@@ -70,7 +73,7 @@ class EffectListQuery(RunEffectsQuery):
     idempotency_key = serializers.CharField(
         max_length=KEY_MAX, required=False, trim_whitespace=False
     )
-    run_id = serializers.CharField(max_length=128, required=False)
+    run_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
 
 
 class EffectOut(serializers.Serializer):

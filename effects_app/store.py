@@ -37,7 +37,14 @@ from runs_app.claims import claim_condition, claimed_elsewhere
 from runs_app.models import Run
 from stateroom.canonical import legacy_digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
-from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound, Unprocessable
+from stateroom.errors import (
+    Conflict,
+    ContentDeleted,
+    Forbidden,
+    NotFound,
+    Unprocessable,
+    field_path,
+)
 from stateroom.ids import new_public_id
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from tasks_app.state import canonical_json, digest, storable_json
@@ -391,9 +398,7 @@ class EffectStore(BaseStore):
             self._refuse_fenced(effect)
             error = _json_object("error", error)
             if not isinstance(error.get("message"), str) or not error["message"].strip():
-                raise Unprocessable(
-                    "error.message: required", details={"error": {"message": ["required"]}}
-                )
+                raise _invalid(field_path("error", "message"), "required")
             if effect.status == EffectStatus.FAILED:
                 if effect.redacted_at is None and canonical_json(effect.error) != canonical_json(
                     error

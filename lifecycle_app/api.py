@@ -24,7 +24,7 @@ from tenancy_app.models import TokenRole
 
 from .deletion import DeletionStore, progress, receipt
 from .endings import SessionEndings
-from .erasure import MAX_USER_ID_LENGTH, ErasureStore
+from .erasure import MAX_REASON_LENGTH, MAX_USER_ID_LENGTH, ErasureStore
 from .models import Deletion, DeletionStatus
 
 _ADMIN_ONLY = error("admin_required: the token does not have the admin role")
@@ -59,7 +59,9 @@ class ReceiptOut(serializers.Serializer):
 
 
 class DeletionIn(StrictSerializer):
-    reason = StrictCharField(max_length=2000, help_text="Why the content is deleted (audited)")
+    reason = StrictCharField(
+        max_length=MAX_REASON_LENGTH, help_text="Why the content is deleted (audited)"
+    )
 
 
 class DeletionOut(serializers.Serializer):
@@ -81,7 +83,7 @@ class DeletionOut(serializers.Serializer):
 
 class ErasureIn(StrictSerializer):
     user_id = StrictCharField(max_length=MAX_USER_ID_LENGTH, help_text="The data subject")
-    reason = StrictCharField(max_length=2000, help_text="Why (audited)")
+    reason = StrictCharField(max_length=MAX_REASON_LENGTH, help_text="Why (audited)")
 
 
 ErasureSession = inline_serializer(

@@ -55,8 +55,23 @@ from .models import OPEN_STATUSES, Deletion, DeletionStatus, Erasure
 
 DEFAULT_BATCH_SIZE = 1000
 MAX_BATCH_SIZE = 50_000
+# Why content is deleted or a user erased (audited; the API's and the console's limit).
+MAX_REASON_LENGTH = 2000
 
 BatchHook = Callable[[Deletion], None]
+
+
+def check_reason(reason: Any, missing: str) -> str:
+    """The reason a deletion or an erasure gives, stripped; 422 when empty or too long."""
+    if isinstance(reason, str) and len(reason) > MAX_REASON_LENGTH:
+        raise Unprocessable(
+            "The reason is too long.",
+            details={"reason": [f"at most {MAX_REASON_LENGTH} characters"]},
+        )
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if not reason:
+        raise Unprocessable(missing, details={"reason": ["required"]})
+    return reason
 
 
 def worker_name() -> str:
@@ -282,7 +297,6 @@ class DeletionStore(BaseStore):
         `legal_hold` (the refusal is recorded as a receipt with status
         `refused` and audited, and kept).
         """
-        reason = (reason or "").strip() if isinstance(reason, str) else ""
         names = list(CLASS_NAMES if classes is None else classes)
         if not names or any(name not in CLASS_NAMES for name in names):
             raise Unprocessable(
@@ -290,8 +304,7 @@ class DeletionStore(BaseStore):
                 details={"classes": [f"choose from {list(CLASS_NAMES)}"]},
             )
         names = [name for name in CLASS_NAMES if name in names]
-        if not reason:
-            raise Unprocessable("Say why the content is deleted.", details={"reason": ["required"]})
+        reason = check_reason(reason, "Say why the content is deleted.")
         with transaction.atomic():
             session = self.owners.sessions.lock_session(session_id)
             if not session.is_terminal:

@@ -25,17 +25,25 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from sessions_app.models import TERMINAL_SESSION_STATUSES
+from sessions_app.store import MAX_USER_ID_LENGTH, user_id_errors
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import Tenant
 
 from .content import CLASSES
-from .deletion import GENERAL_KEPT, DeletionStore, receipt, shown_status
+from .deletion import (
+    GENERAL_KEPT,
+    MAX_REASON_LENGTH,
+    DeletionStore,
+    check_reason,
+    receipt,
+    shown_status,
+)
 from .endings import SessionEndings
 from .models import OPEN_STATUSES, Deletion, DeletionStatus, Erasure
 
-MAX_USER_ID_LENGTH = 128
+__all__ = ["MAX_REASON_LENGTH", "MAX_USER_ID_LENGTH", "ErasureStore"]
 DELETING, HELD = "deleting", "held"
 
 
@@ -131,9 +139,7 @@ class ErasureStore(BaseStore):
     def request(self, *, user_id: str, reason: str) -> Erasure:
         """Close and delete every session of `user_id`, skipping (and listing) held ones."""
         _check_user_id(user_id)
-        reason = reason.strip() if isinstance(reason, str) else ""
-        if not reason:
-            raise Unprocessable("Say why the user is erased.", details={"reason": ["required"]})
+        reason = check_reason(reason, "Say why the user is erased.")
         with transaction.atomic():
             tenant_held = bool(
                 Tenant.objects.filter(pk=self.tenant.pk)
@@ -196,15 +202,9 @@ class ErasureStore(BaseStore):
 
 
 def _check_user_id(user_id: Any) -> None:
-    if (
-        not isinstance(user_id, str)
-        or not 1 <= len(user_id) <= MAX_USER_ID_LENGTH
-        or "\x00" in user_id
-    ):
-        raise Unprocessable(
-            "user_id must be 1-128 characters.",
-            details={"user_id": [f"a non-empty string of at most {MAX_USER_ID_LENGTH}"]},
-        )
+    """The data subject: a session's user id (sessions_app.store's rule)."""
+    if errors := user_id_errors(user_id):
+        raise Unprocessable(f"user_id must be 1-{MAX_USER_ID_LENGTH} characters.", details=errors)
 
 
 def _combined_receipt(jobs: list[Deletion]) -> dict[str, Any]:

@@ -6,7 +6,6 @@ The transition (compare-and-set) can end a run, which withdraws its pending
 approval: it is actions_app.api, above runs and approvals.
 """
 
-from django.core.validators import RegexValidator
 from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
@@ -26,10 +25,10 @@ from stateroom.api import (
 )
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (
-    WORKER_MAX_LENGTH,
     DecimalStringField,
     NoQuery,
     PageQuery,
+    PublicIdField,
     QuerySerializer,
     StrictCharField,
     StrictChoiceField,
@@ -37,10 +36,11 @@ from stateroom.contract import (
     StrictDictField,
     StrictIntegerField,
     StrictSerializer,
+    limit_field,
     query,
     worker_field,
 )
-from stateroom.ids import PUBLIC_ID_RE
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 
 from .models import Run, RunEvent, RunStatus
 from .store import (
@@ -95,15 +95,9 @@ def _text(name: str, **kwargs) -> StrictCharField:
 
 
 class RunCreateIn(StrictSerializer):
-    run_id = StrictCharField(
-        required=False,
-        max_length=128,
-        validators=[
-            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
-        ],
-    )
-    session_id = StrictCharField(max_length=128, required=False, allow_null=True)
-    task_id = StrictCharField(max_length=128, required=False, allow_null=True)
+    run_id = PublicIdField(required=False, help_text="Generated if omitted")
+    session_id = PublicIdField(required=False, allow_null=True)
+    task_id = PublicIdField(required=False, allow_null=True)
     active_agent = _text("active_agent")
     deadline_at = StrictDateTimeField(
         required=False, allow_null=True, help_text="With an offset; must lie in the future"
@@ -141,9 +135,7 @@ class RunEventsIn(StrictSerializer):
 
 
 class RunClaimIn(StrictSerializer):
-    worker = StrictCharField(
-        min_length=1, max_length=WORKER_MAX_LENGTH, help_text="A name unique to this worker process"
-    )
+    worker = worker_field(required=True, help_text="A name unique to this worker process")
     expected_version = StrictIntegerField(min_value=1)
     lease_seconds = StrictIntegerField(
         min_value=1,
@@ -155,17 +147,15 @@ class RunClaimIn(StrictSerializer):
 
 class RunListQuery(PageQuery):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
-    session_id = serializers.CharField(max_length=128, required=False)
-    task_id = serializers.CharField(max_length=128, required=False)
+    session_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
+    task_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
 
 
 class RunEventsQuery(QuerySerializer):
     after = serializers.IntegerField(
         required=False, min_value=0, help_text="Only events with a larger seq"
     )
-    limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
-    )
+    limit = limit_field()
 
 
 class RunEventOut(serializers.Serializer):

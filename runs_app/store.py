@@ -55,8 +55,13 @@ from django.db.models.expressions import CombinedExpression, Value
 from outbox_app.relay import enqueue
 from sessions_app.models import Session
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
-from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
-from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
+from stateroom.ids import (
+    MAX_WORKER_LENGTH,
+    PUBLIC_ID_RULE,
+    is_valid_public_id,
+    new_public_id,
+)
 from stateroom.sql import columns, db_value, hot_cursor, model_from_row
 from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.base_store import BaseStore
@@ -103,7 +108,6 @@ _MAX_COST = Decimal(10) ** 12
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
 MAX_LEASE_SECONDS = 86400
-MAX_WORKER_LENGTH = 200
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 # Statuses in which no worker works on a run: moving there drops the claim.
 UNCLAIMED_STATUSES = frozenset(
@@ -321,13 +325,20 @@ class RunStateStore(BaseStore):
         Node, tool, approval and budget fields always start empty: a run shares
         a session or a task with earlier runs, never their execution facts.
         """
-        if run_id is not None and not is_valid_public_id(run_id):
-            raise Unprocessable(
-                "Invalid run_id.", details={"run_id": ["1-128 characters of [A-Za-z0-9._:-]"]}
-            )
+        # The ids a run names: its own (None: generated), its session's and task's (None
+        # or "": none). An id no row can have is 422, like the API's.
+        ids = {"run_id": run_id, "session_id": session_id or None, "task_id": task_id or None}
+        bad_ids = {
+            name: [PUBLIC_ID_RULE]
+            for name, value in ids.items()
+            if value is not None and not is_valid_public_id(value)
+        }
+        if bad_ids:
+            raise Unprocessable("Invalid " + ", ".join(bad_ids) + ".", details=bad_ids)
         if len(active_agent or "") > STRING_LIMITS["active_agent"]:
             raise Unprocessable(
-                "active_agent is too long.", details={"active_agent": ["at most 200 characters"]}
+                "active_agent is too long.",
+                details={"active_agent": [f"at most {STRING_LIMITS['active_agent']} characters"]},
             )
         now = self.now()
         if deadline_at is not None and deadline_at <= now:
@@ -755,8 +766,11 @@ class RunStateStore(BaseStore):
 
     def start_node(self, *, run_id: str, node_id: str) -> NodeExecution:
         """A new attempt at `node_id` (1, 2, …); an attempt left `started` is failed as superseded."""
-        if not node_id or len(node_id) > 200:
-            raise Unprocessable("node_id is required.", details={"node_id": ["1-200 chars"]})
+        limit = STRING_LIMITS["current_node_id"]
+        if not isinstance(node_id, str) or not 1 <= len(node_id) <= limit:
+            raise Unprocessable(
+                "node_id is required.", details={"node_id": [f"1-{limit} characters"]}
+            )
         now = self.now()
         with self.atomic():
             run = self._lock(run_id)
@@ -917,7 +931,7 @@ class RunStateStore(BaseStore):
                 if isinstance(value, bool) or not isinstance(value, int):
                     errors[key] = ["must be an integer"]
                 elif not 0 <= value <= MAX_COUNTER:
-                    errors[key] = ["must be 0 or more"]
+                    errors[key] = [f"must be from 0 to {MAX_COUNTER}"]
                 else:
                     values[key] = value
             elif key == "cost_used":
@@ -961,19 +975,22 @@ class RunStateStore(BaseStore):
         for i, event in enumerate(events):
             if not isinstance(event, dict):
                 raise Unprocessable(
-                    "Each event is an object.", details={f"events[{i}]": ["must be an object"]}
+                    "Each event is an object.",
+                    details={field_path("events", i): ["must be an object"]},
                 )
             kind, node_id = event.get("type"), event.get("node_id") or ""
             if not isinstance(kind, str) or not 1 <= len(kind) <= MAX_EVENT_TYPE_LENGTH:
                 raise Unprocessable(
                     "Invalid event type.",
-                    details={f"events[{i}].type": [f"1-{MAX_EVENT_TYPE_LENGTH} characters"]},
+                    details={
+                        field_path("events", i, "type"): [f"1-{MAX_EVENT_TYPE_LENGTH} characters"]
+                    },
                 )
             limit = STRING_LIMITS["current_node_id"]
             if not isinstance(node_id, str) or len(node_id) > limit:
                 raise Unprocessable(
                     "Invalid node_id.",
-                    details={f"events[{i}].node_id": [f"at most {limit} characters"]},
+                    details={field_path("events", i, "node_id"): [f"at most {limit} characters"]},
                 )
             rows.append({"type": kind, "node_id": node_id, "payload": event.get("payload")})
         return rows

@@ -4,7 +4,6 @@ Input serializers only check types and ranges (422 with per-field details);
 every rule about state lives in `SessionStore`.
 """
 
-from django.core.validators import RegexValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
@@ -12,13 +11,15 @@ from rest_framework.settings import ISO_8601, api_settings
 
 from stateroom.contract import (
     PageQuery,
+    PublicIdField,
     QuerySerializer,
     StrictCharField,
     StrictDictField,
     StrictIntegerField,
     StrictSerializer,
+    limit_field,
+    worker_field,
 )
-from stateroom.ids import PUBLIC_ID_RE
 
 from .models import SessionStatus
 from .store import (
@@ -27,21 +28,10 @@ from .store import (
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
     MAX_LEASE_SECONDS,
+    MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
     MAX_USER_ID_LENGTH,
 )
-
-
-class PublicIdField(StrictCharField):
-    def __init__(self, **kwargs) -> None:
-        kwargs.setdefault("max_length", 128)
-        kwargs.setdefault(
-            "help_text", "1-128 characters of A-Z a-z 0-9 . _ : - (unique per tenant)"
-        )
-        super().__init__(**kwargs)
-        self.validators.append(
-            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
-        )
 
 
 def lease_seconds_field(**kwargs) -> serializers.IntegerField:
@@ -79,9 +69,7 @@ class SessionItemsQuery(QuerySerializer):
         min_value=1,
         help_text="The `limit` items just before this seq (the previous page)",
     )
-    limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
-    )
+    limit = limit_field()
 
 
 class SessionAttachIn(StrictSerializer):
@@ -101,7 +89,9 @@ class SessionHeartbeatIn(StrictSerializer):
 
 
 class SessionCloseIn(StrictSerializer):  # the endpoint is lifecycle_app.api.close
-    reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
+    reason = StrictCharField(
+        required=False, allow_blank=True, max_length=MAX_REASON_LENGTH, default=""
+    )
 
 
 class SessionItemIn(StrictSerializer):
@@ -125,11 +115,8 @@ class SessionAppendIn(StrictSerializer):
         max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
         help_text="Same key again returns the original seqs and appends nothing",
     )
-    worker = StrictCharField(
-        required=False,
+    worker = worker_field(
         allow_null=True,
-        min_length=1,
-        max_length=200,
         help_text="With run_id: the worker writing for the run (required while a claim is live)",
     )
 

@@ -15,7 +15,15 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from . import dberrors, jsongate
-from .contract import UNKNOWN_FIELD, PageQuery, flatten, has_code, query
+from .contract import (  # noqa: F401  (DEFAULT_LIMIT, MAX_LIMIT: the views' import)
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    UNKNOWN_FIELD,
+    PageQuery,
+    flatten,
+    has_code,
+    query,
+)
 from .errors import StateroomError, error_body
 from .pages import keyset_slice
 
@@ -119,10 +127,6 @@ class JSONObjectParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
         return jsongate.parse_object(raw)
-
-
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 500
 
 
 def not_found_first(parse: Callable[[], T], lookup: Callable[[], object]) -> T:

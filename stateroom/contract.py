@@ -10,7 +10,8 @@
   than read as UTC. Whether a time may lie in the past is the store's rule
   (it owns the clock).
 - Error details use one format, field paths: `items[3].role`, `error.message`,
-  `constraints[0]` (see `flatten`).
+  `constraints[0]` (`stateroom.errors.field_path`): DRF's nested detail is
+  flattened to it (`flatten`), and the stores name their fields with it.
 
 The OpenAPI schema says the same: request bodies have `additionalProperties:
 false` (`strict_request_bodies`, a drf-spectacular postprocessing hook),
@@ -23,10 +24,18 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from .errors import Unprocessable
+from .errors import Unprocessable, field_path
+from .ids import (
+    MAX_PUBLIC_ID_LENGTH,
+    MAX_WORKER_LENGTH,
+    PUBLIC_ID_RE,
+    PUBLIC_ID_RULE,
+    is_valid_public_id,
+)
 
 UNKNOWN_FIELD = "unknown_field"
 
@@ -139,22 +148,43 @@ class StrictDictField(serializers.DictField):
         return super().to_internal_value(data)
 
 
-WORKER_MAX_LENGTH = 200
+class PublicIdField(StrictCharField):
+    """A public id (`stateroom.ids`): refused with the stores' own detail, `PUBLIC_ID_RULE`.
+
+    `max_length` and the pattern are there for the schema; the check itself is
+    `is_valid_public_id`, the one the stores make.
+    """
+
+    default_error_messages = {"public_id": PUBLIC_ID_RULE}
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault(
+            "help_text", f"1-{MAX_PUBLIC_ID_LENGTH} characters of A-Z a-z 0-9 . _ : -"
+        )
+        super().__init__(max_length=MAX_PUBLIC_ID_LENGTH, **kwargs)
+        self.validators.append(RegexValidator(PUBLIC_ID_RE, PUBLIC_ID_RULE))
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not is_valid_public_id(value):
+            self.fail("public_id")
+        return value
 
 
-def worker_field() -> StrictCharField:
+def worker_field(**kwargs) -> StrictCharField:
     """`worker` of a runtime write: the name the worker claimed the run with.
 
     One definition for every write a run's claim fences (transition, events,
-    approval requests, effects).
+    session items, approval requests, effects); its limit is the claim's
+    (`stateroom.ids.MAX_WORKER_LENGTH`).
     """
-    return StrictCharField(
-        required=False,
-        min_length=1,
-        max_length=WORKER_MAX_LENGTH,
-        help_text="The worker that claimed the run (POST /runs/{run_id}/claim). While a claim "
+    kwargs.setdefault("required", False)
+    kwargs.setdefault(
+        "help_text",
+        "The worker that claimed the run (POST /runs/{run_id}/claim). While a claim "
         "is live, a write without it, or with another worker, is 409 run_claimed.",
     )
+    return StrictCharField(min_length=1, max_length=MAX_WORKER_LENGTH, **kwargs)
 
 
 def strings(max_length: int, **kwargs) -> serializers.ListField:
@@ -166,10 +196,23 @@ class QuerySerializer(serializers.Serializer):
     """The query parameters an endpoint takes (their values are text, so numbers parse)."""
 
 
-class PageQuery(QuerySerializer):
-    limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
+# A list page's size (API.md: `?limit=`, default 50, 1-500): every list of the API.
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+def limit_field(*, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> serializers.Field:
+    """`?limit=`: 1 to `maximum` (422 outside), `default` when omitted (the view applies it)."""
+    return serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=maximum,
+        help_text=f"Page size, 1-{maximum} (default {default})",
     )
+
+
+class PageQuery(QuerySerializer):
+    limit = limit_field()
     cursor = serializers.IntegerField(
         required=False, min_value=0, help_text="From the `next` URL of the previous page"
     )
@@ -214,17 +257,15 @@ def flatten(detail: Any, path: str = "") -> dict[str, list[str]]:
         for key, value in detail.items():
             if key in ("non_field_errors", serializers.api_settings.NON_FIELD_ERRORS_KEY):
                 sub = path
-            elif isinstance(key, int):
-                sub = f"{path}[{key}]"
             else:
-                sub = f"{path}.{key}" if path else str(key)
+                sub = field_path(path, key)
             out.update(_merge(out, flatten(value, sub)))
     elif isinstance(detail, list) and detail and all(isinstance(d, str) for d in detail):
         out[path or "body"] = [str(d) for d in detail]
     elif isinstance(detail, list):
         for index, value in enumerate(detail):
             if value:
-                out.update(_merge(out, flatten(value, f"{path}[{index}]")))
+                out.update(_merge(out, flatten(value, field_path(path, index))))
     elif detail:
         out[path or "body"] = [str(detail)]
     return out
@@ -271,10 +312,13 @@ def _subclasses(cls: type) -> list[type]:
 
 
 __all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
     "DecimalStringField",
     "NoQuery",
     "OpenObject",
     "PageQuery",
+    "PublicIdField",
     "QuerySerializer",
     "StrictBooleanField",
     "StrictCharField",
@@ -285,7 +329,9 @@ __all__ = [
     "StrictSerializer",
     "flatten",
     "has_code",
+    "limit_field",
     "query",
     "strict_request_bodies",
     "strings",
+    "worker_field",
 ]

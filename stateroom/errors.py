@@ -7,6 +7,26 @@ responses in one place. `status` is the HTTP status the API contract gives.
 from typing import Any
 
 
+def field_path(*parts: str | int) -> str:
+    """A key of a 422's `details`: the one format of every error key, API and stores alike.
+
+    Names join with dots, list indexes go in brackets: `field_path("items", 3, "role")`
+    is `items[3].role`, `field_path("error", "message")` is `error.message`. The
+    value under the key is always a list of messages: `{"items[3].role": ["..."]}`,
+    never a nested object. (Other statuses' details are facts, e.g.
+    `{"current_version": 4}`.)
+    """
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif path:
+            path += f".{part}"
+        else:
+            path = str(part)
+    return path
+
+
 def error_body(code: str, message: str, details=None) -> dict:
     """The API's error shape: `{"error": {"code", "message", "details"}}`."""
     return {"error": {"code": code, "message": message, "details": details or {}}}

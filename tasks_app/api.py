@@ -4,7 +4,6 @@ Each view looks the task up first (an unknown or other tenant's id is 404
 whatever the body), then validates the body, then makes one store call.
 """
 
-from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view
@@ -15,44 +14,44 @@ from stateroom.api import not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (
     NoQuery,
+    PublicIdField,
     QuerySerializer,
     StrictCharField,
     StrictChoiceField,
     StrictDictField,
     StrictIntegerField,
     StrictSerializer,
+    limit_field,
     query,
     strings,
 )
-from stateroom.ids import PUBLIC_ID_RE
 from tenancy_app.middleware import non_atomic_tenant_view
 
 from .models import Task, TaskCheckpoint, TaskStatus
-from .store import NODE_ID_MAX, PLAN_VERSION_MAX, TaskStateStore
-
-PUBLIC_ID_HELP = "1-128 characters of [A-Za-z0-9._:-]; generated when omitted"
+from .store import (
+    CHECKPOINT_PAGE_SIZE,
+    MAX_CHECKPOINT_PAGE_SIZE,
+    MAX_CONSTRAINT_LENGTH,
+    MAX_LIST_ITEM_LENGTH,
+    NODE_ID_MAX,
+    PLAN_VERSION_MAX,
+    TaskStateStore,
+)
 
 
 def _store(request) -> TaskStateStore:
     return TaskStateStore(request.tenant, Actor.from_request(request))
 
 
-def _strings(max_length: int = 200, **kw) -> serializers.ListField:
+def _strings(max_length: int = MAX_LIST_ITEM_LENGTH, **kw) -> serializers.ListField:
     return strings(max_length, **kw)
 
 
 # --- serializers ------------------------------------------------------------
 class TaskCreateIn(StrictSerializer):
-    task_id = StrictCharField(
-        max_length=128,
-        required=False,
-        help_text=PUBLIC_ID_HELP,
-        validators=[
-            RegexValidator(PUBLIC_ID_RE, "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
-        ],
-    )
+    task_id = PublicIdField(required=False, help_text="Generated if omitted")
     objective = StrictCharField()
-    constraints = _strings(max_length=2000, required=False)
+    constraints = _strings(max_length=MAX_CONSTRAINT_LENGTH, required=False)
 
 
 class TaskStateIn(StrictSerializer):
@@ -193,9 +192,7 @@ def task_state(request, task_id: str):
 
 
 class CheckpointHistoryQuery(QuerySerializer):
-    limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=100, help_text="Page size, 1-100 (default 20)"
-    )
+    limit = limit_field(default=CHECKPOINT_PAGE_SIZE, maximum=MAX_CHECKPOINT_PAGE_SIZE)
     before_seq = serializers.IntegerField(
         required=False, min_value=1, help_text="Only checkpoints before this seq (next page)"
     )
@@ -241,7 +238,7 @@ def checkpoint_create(request, task_id: str):
             lambda: query(request, CheckpointHistoryQuery),
             lambda: store.checkpoint_history(task_id, limit=1),
         )
-        limit = params.get("limit") or 20
+        limit = params.get("limit") or CHECKPOINT_PAGE_SIZE
         rows = store.checkpoint_history(
             task_id, limit=limit + 1, before_seq=params.get("before_seq")
         )

@@ -31,13 +31,18 @@ from stateroom.contract import (
     StrictDictField,
     StrictIntegerField,
     StrictSerializer,
+    limit_field,
     query,
 )
 from stateroom.errors import Unprocessable
 
 from .langgraph_store import (
+    CHANNEL_MAX,
+    ID_MAX,
     JSON_TYPE,
+    NS_MAX,
     STRATEGIES,
+    TASK_PATH_MAX,
     TYPE_MAX,
     Blob,
     CheckpointTuple,
@@ -79,24 +84,24 @@ class ValueIn(StrictSerializer):
 
 
 class BlobIn(ValueIn):
-    channel = StrictCharField(max_length=255)
+    channel = StrictCharField(max_length=CHANNEL_MAX)
     version = serializers.JSONField(help_text="The channel's version: a string or a number")
 
 
 class WriteIn(ValueIn):
     idx = StrictIntegerField(help_text="Index in the task's writes; < 0 for special channels")
-    channel = StrictCharField(max_length=255)
+    channel = StrictCharField(max_length=CHANNEL_MAX)
 
 
 class PutIn(StrictSerializer):
-    checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
+    checkpoint_ns = StrictCharField(max_length=NS_MAX, allow_blank=True, default="")
     checkpoint = StrictDictField(
         help_text="LangGraph's checkpoint without channel_values (v, id, ts, channel_versions,"
         " versions_seen, ...)"
     )
     metadata = StrictDictField(required=False, default=dict)
     parent_checkpoint_id = StrictCharField(
-        max_length=128, required=False, allow_blank=True, allow_null=True, default=""
+        max_length=ID_MAX, required=False, allow_blank=True, allow_null=True, default=""
     )
     blobs = BlobIn(
         many=True,
@@ -113,10 +118,12 @@ class PutOut(serializers.Serializer):
 
 
 class WritesIn(StrictSerializer):
-    checkpoint_ns = StrictCharField(max_length=255, allow_blank=True, default="")
-    checkpoint_id = StrictCharField(max_length=128)
-    graph_task_id = StrictCharField(max_length=128, help_text="LangGraph's task id")
-    graph_task_path = StrictCharField(max_length=512, allow_blank=True, required=False, default="")
+    checkpoint_ns = StrictCharField(max_length=NS_MAX, allow_blank=True, default="")
+    checkpoint_id = StrictCharField(max_length=ID_MAX)
+    graph_task_id = StrictCharField(max_length=ID_MAX, help_text="LangGraph's task id")
+    graph_task_path = StrictCharField(
+        max_length=TASK_PATH_MAX, allow_blank=True, required=False, default=""
+    )
     writes = WriteIn(many=True)
 
 
@@ -206,9 +213,7 @@ class ListQuery(QuerySerializer):
     metadata = serializers.CharField(
         required=False, help_text="A JSON object the checkpoint's metadata must contain"
     )
-    limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=500, help_text="Page size, 1-500 (default 50)"
-    )
+    limit = limit_field()
     cursor = serializers.CharField(
         required=False, help_text="From the `next` URL of the previous page"
     )

@@ -22,8 +22,8 @@ from django.db.models import Q, QuerySet
 from approvals_app.models import ApprovalRequest
 from effects_app.models import ExternalEffect
 from stateroom.content import TASK, Batch, ContentClass, content_class, redact_in_key_order
-from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
-from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
+from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 from stateroom.sql import columns, hot_cursor, known, model_from_row
 from tenancy_app.base_store import BaseStore
 
@@ -62,6 +62,12 @@ LIST_FIELDS = ("pending_approvals", "artifact_refs", "external_effect_records")
 SAVE_FIELDS = frozenset({"plan_version", "status", *NODE_SET_FIELDS, *LIST_FIELDS})
 PLAN_VERSION_MAX = Task._meta.get_field("plan_version").max_length
 NODE_ID_MAX = TaskCheckpoint._meta.get_field("node_id").max_length
+# Each string of a task's lists (node names, approval ids, refs) and of its constraints.
+MAX_LIST_ITEM_LENGTH = 200
+MAX_CONSTRAINT_LENGTH = 2000
+# A page of a task's checkpoint history (the API's `?limit=`).
+CHECKPOINT_PAGE_SIZE = 20
+MAX_CHECKPOINT_PAGE_SIZE = 100
 
 CHECKPOINT_BODIES = "checkpoint_bodies"
 TASK_DESCRIPTIONS = "task_descriptions"
@@ -132,16 +138,21 @@ def _invalid(field: str, message: str) -> Unprocessable:
     return Unprocessable(f"{field}: {message}", details={field: [message]})
 
 
-def _string_list(field: str, value: Any, *, allow_set: bool = False) -> list[str]:
-    """A list of strings; node fields may also be given as the seed's `set[str]`."""
+def _string_list(
+    field: str, value: Any, *, allow_set: bool = False, max_length: int = MAX_LIST_ITEM_LENGTH
+) -> list[str]:
+    """A list of strings of at most `max_length` characters; node fields may also be given
+    as the seed's `set[str]`."""
     accepted = list | tuple | set | frozenset if allow_set else list | tuple
     if not isinstance(value, accepted):
         ensure_domain_data(value, field)
         raise _invalid(field, "must be a list of strings")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            ensure_domain_data(item, f"{field}[{index}]")
+            ensure_domain_data(item, field_path(field, index))
             raise _invalid(field, "must be a list of strings")
+        if len(item) > max_length:
+            raise _invalid(field_path(field, index), f"at most {max_length} characters")
     return list(value)
 
 
@@ -200,7 +211,7 @@ class TaskStateStore(BaseStore):
         return checkpoint
 
     def checkpoint_history(
-        self, task_id: str, *, limit: int = 20, before_seq: int | None = None
+        self, task_id: str, *, limit: int = CHECKPOINT_PAGE_SIZE, before_seq: int | None = None
     ) -> list[dict[str, Any]]:
         """The task's checkpoints, newest first, `limit` of them before `before_seq`.
 
@@ -269,10 +280,12 @@ class TaskStateStore(BaseStore):
         self, *, task_id: str | None = None, objective: str, constraints: list[str] | None = None
     ) -> Task:
         if task_id is not None and not is_valid_public_id(task_id):
-            raise _invalid("task_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+            raise _invalid("task_id", PUBLIC_ID_RULE)
         if not isinstance(objective, str) or not objective.strip():
             raise _invalid("objective", "required")
-        constraints = _string_list("constraints", constraints or [])
+        constraints = _string_list(
+            "constraints", constraints or [], max_length=MAX_CONSTRAINT_LENGTH
+        )
         now = self.now()
         task = Task(
             tenant=self.tenant,

@@ -37,8 +37,10 @@ from .validation import (
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
     MAX_LEASE_SECONDS,
+    MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
     MAX_USER_ID_LENGTH,
+    user_id_errors,
 )
 
 
@@ -56,6 +58,7 @@ __all__ = [
     "MAX_ITEMS_PER_APPEND",
     "MAX_ITEM_TYPE_LENGTH",
     "MAX_LEASE_SECONDS",
+    "MAX_REASON_LENGTH",
     "MAX_ROLE_LENGTH",
     "MAX_USER_ID_LENGTH",
     "OPEN_ATTACHMENTS_ATTR",
@@ -68,4 +71,5 @@ __all__ = [
     "SessionRefusal",
     "SessionStore",
     "StoredItem",
+    "user_id_errors",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from runs_app.models import Run
 from stateroom.canonical import digest as canonical_digest
 from stateroom.errors import Conflict, NotFound, StateroomError, Unprocessable
-from stateroom.ids import is_valid_public_id
+from stateroom.ids import MAX_WORKER_LENGTH, PUBLIC_ID_RULE, is_valid_public_id
 from stateroom.sql import hot_cursor
 
 from ..models import ItemAppend, Session, SessionAttachment, SessionItem, SessionStatus
@@ -55,15 +55,17 @@ class SessionAppends(SessionStoreBase):
         rows = validated_items(items)
         errors: dict[str, list[str]] = {}
         if run_id and not is_valid_public_id(run_id):
-            errors["run_id"] = ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"]
+            errors["run_id"] = [PUBLIC_ID_RULE]
         if idempotency_key is not None and not is_short_text(
             idempotency_key, MAX_IDEMPOTENCY_KEY_LENGTH
         ):
             errors["idempotency_key"] = [
                 f"must be a non-empty string of at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters"
             ]
-        if worker is not None and not is_short_text(worker, 200):
-            errors["worker"] = ["must be a non-empty string of at most 200 characters"]
+        if worker is not None and not is_short_text(worker, MAX_WORKER_LENGTH):
+            errors["worker"] = [
+                f"must be a non-empty string of at most {MAX_WORKER_LENGTH} characters"
+            ]
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
         digest = _request_digest(rows, run_id) if idempotency_key is not None else ""

@@ -22,20 +22,19 @@ from django.db import IntegrityError
 from audit_app.services import record_event
 from runs_app.models import Run
 from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
-from stateroom.ids import is_valid_public_id, new_public_id
+from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 
 from ..models import Session, SessionAttachment, SessionStatus
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SessionStoreBase
 from .validation import (
     DEFAULT_LEASE_SECONDS,
     MAX_LEASE_SECONDS,
-    MAX_USER_ID_LENGTH,
     check_reason,
-    is_short_text,
     json_problem,
     lease_errors,
     revision_errors,
     run_id_errors,
+    user_id_errors,
 )
 
 
@@ -51,9 +50,8 @@ class SessionLifecycle(SessionStoreBase):
         """A new active session; its lease lasts `lease_seconds`, by default the tenant's."""
         errors: dict[str, list[str]] = {}
         if session_id is not None and not is_valid_public_id(session_id):
-            errors["session_id"] = ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"]
-        if not is_short_text(user_id, MAX_USER_ID_LENGTH):
-            errors["user_id"] = [f"must be a non-empty string of at most {MAX_USER_ID_LENGTH}"]
+            errors["session_id"] = [PUBLIC_ID_RULE]
+        errors.update(user_id_errors(user_id))
         if metadata is not None and not isinstance(metadata, dict):
             errors["metadata"] = ["must be an object"]
         elif problem := json_problem(metadata):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from stateroom.errors import Unprocessable
-from stateroom.ids import is_valid_public_id
+from stateroom.errors import Unprocessable, field_path
+from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id
 
 # A session's lease (seed 004) is renewed by every activity for its length;
 # the default length is the tenant's (`Tenant.session_lease_seconds`), this
@@ -25,6 +25,8 @@ MAX_USER_ID_LENGTH = 128
 MAX_ROLE_LENGTH = 32
 MAX_ITEM_TYPE_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
+# Why a session is closed, expired or held (the console's forms say the same).
+MAX_REASON_LENGTH = 2000
 
 
 def is_short_text(value: Any, max_length: int) -> bool:
@@ -62,8 +64,22 @@ def json_problem(value: Any) -> str | None:
 def check_reason(reason: Any) -> None:
     if not isinstance(reason, str):
         raise Unprocessable("reason must be a string.", details={"reason": ["must be a string"]})
+    if len(reason) > MAX_REASON_LENGTH:
+        raise Unprocessable(
+            "reason is too long.",
+            details={"reason": [f"at most {MAX_REASON_LENGTH} characters"]},
+        )
     if problem := text_problem(reason):
         raise Unprocessable("reason is invalid.", details={"reason": [problem]})
+
+
+def user_id_errors(user_id: Any) -> dict[str, list[str]]:
+    """A session's user (also the data subject an erasure names)."""
+    if not is_short_text(user_id, MAX_USER_ID_LENGTH):
+        return {
+            "user_id": [f"must be a non-empty string of at most {MAX_USER_ID_LENGTH} characters"]
+        }
+    return {}
 
 
 def lease_errors(lease_seconds: Any) -> dict[str, list[str]]:
@@ -78,7 +94,7 @@ def lease_errors(lease_seconds: Any) -> dict[str, list[str]]:
 
 def run_id_errors(run_id: Any) -> dict[str, list[str]]:
     if not isinstance(run_id, str) or not is_valid_public_id(run_id):
-        return {"run_id": ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"]}
+        return {"run_id": [PUBLIC_ID_RULE]}
     return {}
 
 
@@ -106,17 +122,17 @@ def validated_items(items: Any) -> list[dict[str, Any]]:
     rows = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
-            errors[f"items[{index}]"] = ["must be an object"]
+            errors[field_path("items", index)] = ["must be an object"]
             continue
         for name, max_length in (("role", MAX_ROLE_LENGTH), ("item_type", MAX_ITEM_TYPE_LENGTH)):
             if not is_short_text(item.get(name), max_length):
-                errors[f"items[{index}].{name}"] = [
+                errors[field_path("items", index, name)] = [
                     f"must be a non-empty string of at most {max_length} characters"
                 ]
         if not isinstance(item.get("payload"), dict):
-            errors[f"items[{index}].payload"] = ["must be an object"]
+            errors[field_path("items", index, "payload")] = ["must be an object"]
         elif problem := json_problem(item["payload"]):
-            errors[f"items[{index}].payload"] = [problem]
+            errors[field_path("items", index, "payload")] = [problem]
         rows.append(
             {
                 "role": item.get("role"),

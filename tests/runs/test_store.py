@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from audit_app.actor import Actor
 from runs_app.models import RUN_TRANSITIONS, TERMINAL_RUN_STATUSES, RunStatus
+from runs_app.store import MAX_COUNTER
 from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.ids import PUBLIC_ID_RULE
 from tenancy_app.scoping import in_tenant
 
 from .conftest import (
@@ -128,7 +130,7 @@ def test_create_refuses_duplicate_id_and_bad_references(tenant_a, tenant_b):
     assert dup.value.code == "run_exists"
     assert no_session.value.details == {"session_id": "sess-b"}
     assert no_task.value.details == {"task_id": "task-b"}
-    assert bad_id.value.details == {"run_id": ["1-128 characters of [A-Za-z0-9._:-]"]}
+    assert bad_id.value.details == {"run_id": [PUBLIC_ID_RULE]}
 
 
 def test_same_run_id_in_two_tenants_are_two_runs(tenant_a, tenant_b):
@@ -208,7 +210,7 @@ def test_cas_on_unknown_or_other_tenants_run_is_404(tenant_a, tenant_b):
         ({"status": "bogus"}, {"status": [f"must be one of {', '.join(STATUSES)}"]}),
         ({"version": 9}, {"version": ["not a field a run transition may change"]}),
         ({"claimed_by": "me"}, {"claimed_by": ["not a field a run transition may change"]}),
-        ({"token_used": -1}, {"token_used": ["must be 0 or more"]}),
+        ({"token_used": -1}, {"token_used": [f"must be from 0 to {MAX_COUNTER}"]}),
         ({"token_used": "7"}, {"token_used": ["must be an integer"]}),
         ({"turn_index": True}, {"turn_index": ["must be an integer"]}),
         ({"cost_used": "abc"}, {"cost_used": ["must be a decimal number"]}),

@@ -527,7 +527,7 @@ def test_append_refusals_change_nothing(api_a, api_b, tenant_a, s_a):
         "items[1].item_type": ["This field may not be blank."],
         "items[1].payload": ['Expected a dictionary of items but got type "list".'],
         "items[2]": ["Invalid data. Expected a dictionary, but got str."],
-        "run_id": ["Must be 1-128 characters of A-Z a-z 0-9 . _ : -"],
+        "run_id": ["must be 1-128 characters of A-Z a-z 0-9 . _ : -"],
     }
     assert_error(post(api_a, path, {"items": []}), 422, "validation_error")
     assert_error(post(api_a, path, {}), 422, "validation_error")
