@@ -1,0 +1,281 @@
+"""One place for each rule (issue 12): the API and the store refuse the same value alike.
+
+Every limit below has one definition, in the store (or, shared by every app,
+in `stateroom.ids`); the API's serializer imports it. For each, the limit
+itself is accepted by both, limit + 1 is refused by both as 422
+`validation_error` under the same details key (`stateroom.errors.field_path`).
+"""
+
+from collections.abc import Callable
+
+import pytest
+from django.test import Client
+
+from approvals_app.store import (
+    MAX_KEY_ARGUMENTS,
+    MAX_SUMMARY_LENGTH,
+    MAX_TOOL_NAME_LENGTH,
+    ApprovalStore,
+)
+from audit_app.actor import Actor
+from effects_app.store import EffectStore
+from lifecycle_app.erasure import ErasureStore
+from runs_app.store import MAX_EVENT_TYPE_LENGTH, RunStateStore
+from sessions_app.store import MAX_REASON_LENGTH, MAX_USER_ID_LENGTH, SessionStore
+from stateroom.contract import flatten
+from stateroom.errors import Unprocessable, field_path
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH, MAX_WORKER_LENGTH, PUBLIC_ID_RULE
+from tasks_app.store import MAX_CONSTRAINT_LENGTH, MAX_LIST_ITEM_LENGTH, TaskStateStore
+from tenancy_app.models import TokenRole
+from tenancy_app.scoping import in_tenant
+
+JSON = "application/json"
+ACTOR = Actor.system("test")
+
+
+def _post(client: Client, path: str, body: dict, method: str = "post"):
+    return getattr(client, method)(path, body, content_type=JSON)
+
+
+def _api_refuses(response, key: str) -> list[str]:
+    assert response.status_code == 422, response.content
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert key in error["details"], error["details"]
+    return error["details"][key]
+
+
+def _store_refuses(call: Callable[[], object], key: str) -> list[str]:
+    with pytest.raises(Unprocessable) as refused:
+        call()
+    assert refused.value.code == "validation_error"
+    assert key in refused.value.details, refused.value.details
+    return refused.value.details[key]
+
+
+def _running_run(tenant, run_id: str) -> int:
+    with in_tenant(tenant):
+        runs = RunStateStore(tenant, ACTOR)
+        runs.create(run_id=run_id)
+        return runs.compare_and_set(
+            run_id=run_id, expected_version=1, changes={"status": "running"}
+        ).version
+
+
+# --- ids: stateroom.ids, checked by every store ---------------------------------
+@pytest.mark.parametrize(
+    ("path", "field", "extra", "store_call"),
+    [
+        ("/api/v1/runs", "run_id", {}, lambda t, v: RunStateStore(t, ACTOR).create(run_id=v)),
+        (
+            "/api/v1/sessions",
+            "session_id",
+            {"user_id": "u"},
+            lambda t, v: SessionStore(t, ACTOR).create(session_id=v, user_id="u"),
+        ),
+        (
+            "/api/v1/tasks",
+            "task_id",
+            {"objective": "o"},
+            lambda t, v: TaskStateStore(t, ACTOR).create(task_id=v, objective="o"),
+        ),
+    ],
+)
+def test_public_id_rule_is_one(api_a, tenant_a, path, field, extra, store_call):
+    longest = "a" * MAX_PUBLIC_ID_LENGTH
+    assert _post(api_a, path, {field: longest, **extra}).status_code == 201
+    with in_tenant(tenant_a):
+        store_call(tenant_a, "b" * MAX_PUBLIC_ID_LENGTH)
+    for bad in ("c" * (MAX_PUBLIC_ID_LENGTH + 1), "bad id/"):
+        api = _api_refuses(_post(api_a, path, {field: bad, **extra}), field)
+        with in_tenant(tenant_a):
+            store = _store_refuses(lambda bad=bad: store_call(tenant_a, bad), field)
+        assert api == store == [PUBLIC_ID_RULE]
+
+
+@pytest.mark.parametrize("field", ["session_id", "task_id"])
+def test_ids_a_run_names_follow_the_rule_in_the_store_too(api_a, tenant_a, field):
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, ACTOR).create(session_id="s" * MAX_PUBLIC_ID_LENGTH, user_id="u")
+        TaskStateStore(tenant_a, ACTOR).create(task_id="s" * MAX_PUBLIC_ID_LENGTH, objective="o")
+    assert _post(api_a, "/api/v1/runs", {field: "s" * MAX_PUBLIC_ID_LENGTH}).status_code == 201
+    bad = "s" * (MAX_PUBLIC_ID_LENGTH + 1)
+    api = _api_refuses(_post(api_a, "/api/v1/runs", {field: bad}), field)
+    with in_tenant(tenant_a):
+        store = _store_refuses(lambda: RunStateStore(tenant_a, ACTOR).create(**{field: bad}), field)
+    assert api == store == [PUBLIC_ID_RULE]
+    # An id of the right form that names nothing is still 404, from both.
+    assert _post(api_a, "/api/v1/runs", {field: "nothing"}).status_code == 404
+
+
+# --- worker: stateroom.ids.MAX_WORKER_LENGTH (runs claim, every fenced write) -----
+def test_worker_limit_is_one(api_a, tenant_a):
+    version = _running_run(tenant_a, "run-w")
+    claim = "/api/v1/runs/run-w/claim"
+    ok = _post(api_a, claim, {"worker": "w" * MAX_WORKER_LENGTH, "expected_version": version})
+    assert ok.status_code == 200, ok.content
+    version = ok.json()["version"]
+    too_long = "w" * (MAX_WORKER_LENGTH + 1)
+    _api_refuses(_post(api_a, claim, {"worker": too_long, "expected_version": version}), "worker")
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: RunStateStore(tenant_a, ACTOR).claim(
+                run_id="run-w", worker=too_long, expected_version=version
+            ),
+            "worker",
+        )
+    # Session items written for the run take the same limit.
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, ACTOR).create(session_id="sess-w", user_id="u")
+    item = {"role": "user", "item_type": "message", "payload": {}}
+    body = {"items": [item], "run_id": "run-w", "worker": too_long}
+    _api_refuses(_post(api_a, "/api/v1/sessions/sess-w/items", body), "worker")
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: SessionStore(tenant_a, ACTOR).append_items(
+                session_id="sess-w", items=[item], run_id="run-w", worker=too_long
+            ),
+            "worker",
+        )
+
+
+# --- runs_app.store -----------------------------------------------------------
+def test_event_type_limit_is_one(api_a, tenant_a):
+    _running_run(tenant_a, "run-e")
+    path = "/api/v1/runs/run-e/events"
+    event = {"type": "t" * MAX_EVENT_TYPE_LENGTH, "payload": {}}
+    assert _post(api_a, path, {"events": [event]}).status_code == 201
+    too_long = [{"type": "t" * (MAX_EVENT_TYPE_LENGTH + 1), "payload": {}}]
+    key = field_path("events", 0, "type")
+    assert key == "events[0].type"
+    _api_refuses(_post(api_a, path, {"events": too_long}), key)
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: RunStateStore(tenant_a, ACTOR).append_events(run_id="run-e", events=too_long),
+            key,
+        )
+
+
+# --- approvals_app.store --------------------------------------------------------
+@pytest.mark.parametrize(
+    ("field", "ok", "bad"),
+    [
+        ("tool_name", "t" * MAX_TOOL_NAME_LENGTH, "t" * (MAX_TOOL_NAME_LENGTH + 1)),
+        ("summary", "s" * MAX_SUMMARY_LENGTH, "s" * (MAX_SUMMARY_LENGTH + 1)),
+        (
+            "key_arguments",
+            [f"k{n}" for n in range(MAX_KEY_ARGUMENTS)],
+            [f"k{n}" for n in range(MAX_KEY_ARGUMENTS + 1)],
+        ),
+    ],
+)
+def test_approval_request_limits_are_one(api_a, tenant_a, field, ok, bad):
+    base = {"tool_name": "refund", "arguments": {}, "risk": "low"}
+    version = _running_run(tenant_a, "run-bad")
+    api_bad = _post(
+        api_a, "/api/v1/runs/run-bad/approvals", {**base, "expected_version": version, field: bad}
+    )
+    _api_refuses(api_bad, field)
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: ApprovalStore(tenant_a, ACTOR).request(
+                run_id="run-bad", expected_version=version, **{**base, field: bad}
+            ),
+            field,
+        )
+    version = _running_run(tenant_a, "run-ok-api")
+    api_ok = _post(
+        api_a, "/api/v1/runs/run-ok-api/approvals", {**base, "expected_version": version, field: ok}
+    )
+    assert api_ok.status_code == 201, api_ok.content
+    version = _running_run(tenant_a, "run-ok-store")
+    with in_tenant(tenant_a):
+        ApprovalStore(tenant_a, ACTOR).request(
+            run_id="run-ok-store", expected_version=version, **{**base, field: ok}
+        )
+
+
+# --- sessions_app.store ---------------------------------------------------------
+def test_user_id_limit_is_one(api_a, make_token, tenant_a):
+    ok, bad = "u" * MAX_USER_ID_LENGTH, "u" * (MAX_USER_ID_LENGTH + 1)
+    assert _post(api_a, "/api/v1/sessions", {"user_id": ok}).status_code == 201
+    api = _api_refuses(_post(api_a, "/api/v1/sessions", {"user_id": bad}), "user_id")
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, ACTOR).create(user_id=ok)
+        store = _store_refuses(lambda: SessionStore(tenant_a, ACTOR).create(user_id=bad), "user_id")
+    assert api and store
+    # An erasure names a session's user: the same rule (lifecycle_app takes it from sessions).
+    admin = Client(headers={"Authorization": f"Bearer {make_token(tenant_a, TokenRole.ADMIN)}"})
+    assert _post(admin, "/api/v1/erasures", {"user_id": ok, "reason": "asked"}).status_code == 202
+    _api_refuses(_post(admin, "/api/v1/erasures", {"user_id": bad, "reason": "asked"}), "user_id")
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: ErasureStore(tenant_a, ACTOR).request(user_id=bad, reason="asked"), "user_id"
+        )
+
+
+def test_close_reason_limit_is_one(api_a, tenant_a):
+    with in_tenant(tenant_a):
+        for name in ("api", "store"):
+            SessionStore(tenant_a, ACTOR).create(session_id=f"sess-{name}", user_id="u")
+    bad = "r" * (MAX_REASON_LENGTH + 1)
+    _api_refuses(_post(api_a, "/api/v1/sessions/sess-api/close", {"reason": bad}), "reason")
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: SessionStore(tenant_a, ACTOR).close(session_id="sess-store", reason=bad),
+            "reason",
+        )
+    ok = "r" * MAX_REASON_LENGTH
+    assert _post(api_a, "/api/v1/sessions/sess-api/close", {"reason": ok}).status_code == 200
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, ACTOR).close(session_id="sess-store", reason=ok)
+
+
+# --- tasks_app.store ------------------------------------------------------------
+def test_task_string_limits_are_one(api_a, tenant_a):
+    ok, bad = "c" * MAX_CONSTRAINT_LENGTH, "c" * (MAX_CONSTRAINT_LENGTH + 1)
+    key = field_path("constraints", 0)
+    assert _post(api_a, "/api/v1/tasks", {"objective": "o", "constraints": [ok]}).status_code == 201
+    _api_refuses(_post(api_a, "/api/v1/tasks", {"objective": "o", "constraints": [bad]}), key)
+    with in_tenant(tenant_a):
+        tasks = TaskStateStore(tenant_a, ACTOR)
+        tasks.create(task_id="task-l", objective="o", constraints=[ok])
+        _store_refuses(lambda: tasks.create(objective="o", constraints=[bad]), key)
+
+    node_ok, node_bad = "n" * MAX_LIST_ITEM_LENGTH, "n" * (MAX_LIST_ITEM_LENGTH + 1)
+    key = field_path("pending_nodes", 0)
+    path = "/api/v1/tasks/task-l/state"
+    saved = _post(api_a, path, {"expected_version": 1, "pending_nodes": [node_ok]}, "put")
+    assert saved.status_code == 200, saved.content
+    _api_refuses(
+        _post(api_a, path, {"expected_version": 2, "pending_nodes": [node_bad]}, "put"), key
+    )
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: tasks.save(task_id="task-l", expected_version=2, pending_nodes=[node_bad]), key
+        )
+        tasks.save(task_id="task-l", expected_version=2, pending_nodes=[node_ok])
+
+
+# --- error keys: one format -------------------------------------------------------
+def test_error_keys_are_field_paths_from_the_api_and_the_stores(api_a, tenant_a):
+    """`error.message` is refused under one key, whether the serializer or the store refuses."""
+    _running_run(tenant_a, "run-f")
+    with in_tenant(tenant_a):
+        effect, _ = EffectStore(tenant_a, ACTOR).record(
+            run_id="run-f", idempotency_key="k", tool_name="t", request={}
+        )
+    path = f"/api/v1/effects/{effect.effect_id}/fail"
+    key = field_path("error", "message")
+    assert key == "error.message"
+    _api_refuses(_post(api_a, path, {"error": {}}), key)  # the serializer's refusal
+    _api_refuses(_post(api_a, path, {"error": {"message": "  "}}), key)  # the store's
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: EffectStore(tenant_a, ACTOR).fail(
+                effect_id=effect.effect_id, error={"message": " "}
+            ),
+            key,
+        )
+    assert flatten({"items": [{}, {"role": ["bad"]}]}) == {"items[1].role": ["bad"]}
+    assert field_path("items", 1, "role") == "items[1].role"
