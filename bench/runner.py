@@ -78,6 +78,12 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log) -> dict
         results["sections"]["store"] = _section(
             "store", lambda: store_ops.run(url, scale, cat, log), log
         )
+    if "binding" in sections:
+        from . import binding
+
+        results["sections"]["binding"] = _section(
+            "binding", lambda: binding.run(url, scale, cat, log), log
+        )
     if "api" in sections:
         from . import api
 

@@ -72,7 +72,15 @@ class Op:
     stateroom_sql: list[str] | None = None
 
 
-def build_ops(cat: Catalogue, floor: RawFloor, tag: str, floor_tx: RawFloor) -> list[Op]:
+def build_ops(
+    cat: Catalogue,
+    floor: RawFloor,
+    tag: str,
+    floor_tx: RawFloor,
+    scope: Callable[[object], object] | None = None,
+) -> list[Op]:
+    """The operations; `scope(tenant)` is what each Stateroom call runs in (default:
+    `in_tenant(tenant, atomic=False)`)."""
     from audit_app.actor import Actor
     from effects_app.store import EffectStore
     from runs_app.store import RunStateStore
@@ -96,7 +104,7 @@ def build_ops(cat: Catalogue, floor: RawFloor, tag: str, floor_tx: RawFloor) -> 
     keys: dict[str, str] = {}
 
     def hot():
-        return in_tenant(tenant, atomic=False)
+        return scope(tenant) if scope else in_tenant(tenant, atomic=False)
 
     def append(count: int, side: str) -> Callable[[int], object]:
         def stateroom(i: int) -> object:
