@@ -67,7 +67,8 @@ def run_transition(request, run_id: str):
             "already_decided (details.status, decided_by, decided_at): rejected, expired, "
             "cancelled or voided; effect_recorded (details.effect_id, effect_status): an "
             "effect is recorded under the approval, so its call ran or may have; "
-            "content_deleted"
+            "run_claimed (details.claimed_by, claim_until): another worker's claim on the "
+            "run is live; content_deleted"
         ),
         422: error(
             "validation_error: unknown reason_code, no reason, details not a JSON "

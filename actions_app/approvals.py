@@ -41,6 +41,7 @@ class ApprovalActions:
         reason_code: str,
         reason: str,
         details: dict[str, Any] | None = None,
+        worker: str | None = None,
     ) -> ApprovalRequest:
         """`ApprovalStore.void`, refused (409 `effect_recorded`) once an effect is recorded
         under the approval."""
@@ -50,6 +51,7 @@ class ApprovalActions:
             reason=reason,
             details=details,
             refuse=self._refuse_if_ran,
+            worker=worker,
         )
 
     def _refuse_if_ran(self, approval: ApprovalRequest) -> None:

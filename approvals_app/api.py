@@ -189,6 +189,7 @@ class ApprovalRequestIn(StrictSerializer):
 
 class ApprovalCancelIn(StrictSerializer):
     reason = StrictCharField(required=False, allow_blank=True, default="")
+    worker = worker_field()
 
 
 class ApprovalVoidIn(StrictSerializer):
@@ -207,6 +208,7 @@ class ApprovalVoidIn(StrictSerializer):
             f"at most {MAX_VOID_DETAILS_BYTES} bytes of JSON"
         ),
     )
+    worker = worker_field()
 
 
 class ApprovalDecisionIn(StrictSerializer):
@@ -375,7 +377,10 @@ def approval_detail(request, approval_id: str):
         200: ApprovalSerializer,
         **ERRORS_STATEFUL,
         403: error("not_requester: another runtime token asked for this approval"),
-        409: error("already_decided (details.decided_by, decided_at, status)"),
+        409: error(
+            "already_decided (details.decided_by, decided_at, status); run_claimed "
+            "(details.claimed_by, claim_until): another worker's claim on the run is live"
+        ),
     },
 )
 @api_view(["POST"])

@@ -39,6 +39,7 @@ from django.db.models.functions import Coalesce, Concat
 from django.db.models.query import ModelIterable
 
 from outbox_app.relay import enqueue
+from runs_app.claims import claimed_elsewhere
 from runs_app.models import Run, RunStatus
 from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES
@@ -634,12 +635,16 @@ class ApprovalStore(BaseStore):
         return approval
 
     # --- the runtime withdraws; time runs out ------------------------------
-    def cancel(self, *, approval_id: str, reason: str = "") -> ApprovalRequest:
+    def cancel(
+        self, *, approval_id: str, reason: str = "", worker: str | None = None
+    ) -> ApprovalRequest:
         """The runtime that asked withdraws its request; the run goes back to `running`.
 
-        Another runtime token of the tenant gets 403; a decided approval 409
-        `already_decided`; so does one past its `expires_at`, whose expiry this
-        records (`keep_changes`), as a late decision does.
+        Another runtime token of the tenant gets 403; while another worker's
+        claim on the run is live, a runtime that does not name it (`worker`)
+        409 `run_claimed`; a decided approval 409 `already_decided`; so does
+        one past its `expires_at`, whose expiry this records (`keep_changes`),
+        as a late decision does.
         """
         expired: Conflict | None = None
         with self.atomic():
@@ -650,6 +655,7 @@ class ApprovalStore(BaseStore):
                 and self.actor.id != str(approval.requested_by_token_id)
             ):
                 raise Forbidden("Only the runtime that asked may cancel.", code="not_requester")
+            self._refuse_if_claimed_elsewhere(run, worker)
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
             if self._is_due(approval):
@@ -679,6 +685,7 @@ class ApprovalStore(BaseStore):
         reason: str,
         details: dict[str, Any] | None = None,
         refuse: Callable[[ApprovalRequest], None] | None = None,
+        worker: str | None = None,
     ) -> ApprovalRequest:
         """The runtime that asked can no longer honour this approval: it ends `voided`.
 
@@ -696,7 +703,9 @@ class ApprovalStore(BaseStore):
 
         Refusals, in this order (nothing written): 422 bad reason_code, reason
         or details; 403 `not_requester` (another runtime token); 409
-        `already_decided` for rejected, expired, cancelled or voided (and for
+        `run_claimed` (another worker's claim on the run is live and `worker`
+        does not name it); 409 `already_decided` for rejected, expired,
+        cancelled or voided (and for
         a pending one past `expires_at`, whose expiry this records,
         `keep_changes`); 409 `content_deleted`; whatever `refuse` raises.
         """
@@ -710,6 +719,7 @@ class ApprovalStore(BaseStore):
                 and self.actor.id != str(approval.requested_by_token_id)
             ):
                 raise Forbidden("Only the runtime that asked may void.", code="not_requester")
+            self._refuse_if_claimed_elsewhere(run, worker)
             if approval.status not in VOIDABLE:
                 raise self._already_decided(approval)
             if approval.status == ApprovalStatus.PENDING and self._is_due(approval):
@@ -970,6 +980,21 @@ class ApprovalStore(BaseStore):
         if head.replaces_id is not None and head.replaces_id == approval.replaces_id:
             approval.replaces = head.replaces
         return run, approval
+
+    def _refuse_if_claimed_elsewhere(self, run: Run, worker: str | None) -> None:
+        """A runtime's write to a run another worker holds (its claim live) is fenced: 409
+        `run_claimed`, as for the run's own writes. People and the system are not held back."""
+        if self.actor.kind != "token":
+            return
+        conflict = claimed_elsewhere(
+            claimed_by=run.claimed_by,
+            claim_until=run.claim_until,
+            worker=worker,
+            now=self.now(),
+            version=run.version,
+        )
+        if conflict is not None:
+            raise conflict
 
     @staticmethod
     def _refuse_if_over(run: Run) -> None:

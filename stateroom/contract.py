@@ -175,7 +175,8 @@ def worker_field(**kwargs) -> StrictCharField:
     """`worker` of a runtime write: the name the worker claimed the run with.
 
     One definition for every write a run's claim fences (transition, events,
-    session items, approval requests, effects); its limit is the claim's
+    session items, approval requests, cancellations and voids, effects); its
+    limit is the claim's
     (`stateroom.ids.MAX_WORKER_LENGTH`).
     """
     kwargs.setdefault("required", False)

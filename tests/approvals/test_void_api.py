@@ -203,7 +203,7 @@ def test_schema_documents_the_void(client, db):
     write = {"400", "401", "404", "409", "411", "413", "422", "429", "503"}
     assert set(void["responses"]) == write | {"200", "403"}
     body = schema["components"]["schemas"]["ApprovalVoidInRequest"]
-    assert set(body["properties"]) == {"reason_code", "reason", "details"}
+    assert set(body["properties"]) == {"reason_code", "reason", "details", "worker"}
     assert body["properties"]["reason_code"]["allOf"] == [
         {"$ref": "#/components/schemas/VoidReasonEnum"}
     ]

@@ -148,6 +148,80 @@ def test_while_claimed_runtime_writes_must_name_the_worker(api_a, tenant_a):
     )
 
 
+def _approval_rows(tenant) -> list[dict]:
+    from audit_app.models import AuditEvent
+
+    with in_tenant(tenant):
+        return [
+            *ApprovalRequest.objects.filter(tenant=tenant).order_by("pk").values(),
+            AuditEvent.objects.filter(tenant=tenant).count(),
+        ]
+
+
+def test_while_claimed_the_runtime_cancels_or_voids_an_approval_only_as_the_worker(
+    api_a, make_token, tenant_a
+):
+    """Withdrawing or voiding an approval is a write to its run: another worker's live
+    claim fences it (409 run_claimed, nothing written), as for every runtime write."""
+    from django.test import Client
+
+    operator = Client(headers={"Authorization": f"Bearer {make_token(tenant_a, role='operator')}"})
+    make_run(tenant_a, "running", run_id="r-1")
+    ask = {"expected_version": 2, "tool_name": "t", "arguments": {}, "risk": "low"}
+    assert (
+        post(api_a, "/api/v1/runs/r-1/approvals", {**ask, "approval_id": "a-1"}).status_code == 201
+    )
+    # A resumer claims the waiting run (version 3 -> 4).
+    assert post(api_a, CLAIM, {"worker": "w1", "expected_version": 3}).status_code == 200
+    void = {"reason_code": "tool_changed", "reason": "the tool changed"}
+    before = (reload(tenant_a, "r-1"), _approval_rows(tenant_a))
+    for path, body in (
+        ("/api/v1/approvals/a-1/cancel", {"reason": "no longer needed"}),
+        ("/api/v1/approvals/a-1/void", void),
+    ):
+        for worker in (None, "w2"):
+            sent = body if worker is None else {**body, "worker": worker}
+            status, code, details = error_of(post(api_a, path, sent))
+            assert (status, code, details["claimed_by"]) == (409, "run_claimed", "w1"), path
+    assert (reload(tenant_a, "r-1"), _approval_rows(tenant_a)) == before
+    # The claiming worker withdraws it; the run goes back to running, still its own.
+    cancelled = post(api_a, "/api/v1/approvals/a-1/cancel", {"reason": "no", "worker": "w1"})
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    run = reload(tenant_a, "r-1")
+    assert (run["status"], run["claimed_by"]) == ("running", "w1")
+    # An approved call that has not run: another worker may not void it either.
+    asked = post(
+        api_a,
+        "/api/v1/runs/r-1/approvals",
+        {**ask, "expected_version": run["version"], "approval_id": "a-2", "worker": "w1"},
+    )
+    assert asked.status_code == 201
+    decided = post(operator, "/api/v1/approvals/a-2/decision", {"decision": "approve"})
+    assert decided.status_code == 200  # a person's decision: no claim holds it back
+    version = reload(tenant_a, "r-1")["version"]
+    assert post(api_a, CLAIM, {"worker": "w1", "expected_version": version}).status_code == 200
+    before = (reload(tenant_a, "r-1"), _approval_rows(tenant_a))
+    status, code, _ = error_of(post(api_a, "/api/v1/approvals/a-2/void", {**void, "worker": "w2"}))
+    assert (status, code) == (409, "run_claimed")
+    assert (reload(tenant_a, "r-1"), _approval_rows(tenant_a)) == before
+    voided = post(api_a, "/api/v1/approvals/a-2/void", {**void, "worker": "w1"})
+    assert voided.status_code == 200 and voided.json()["status"] == "voided"
+    # Once the claim's lease has passed, nobody holds the run: no worker needs naming.
+    with in_tenant(tenant_a):
+        from runs_app.models import Run
+
+        Run.objects.filter(tenant=tenant_a, run_id="r-1").update(
+            claim_until=timezone.now() - timedelta(seconds=1)
+        )
+    asked = post(
+        api_a,
+        "/api/v1/runs/r-1/approvals",
+        {**ask, "expected_version": reload(tenant_a, "r-1")["version"], "approval_id": "a-3"},
+    )
+    assert asked.status_code == 201
+    assert post(api_a, "/api/v1/approvals/a-3/cancel", {}).status_code == 200
+
+
 def test_the_schema_documents_the_claim(client, db):
     schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     claim = schema["paths"]["/api/v1/runs/{run_id}/claim"]["post"]

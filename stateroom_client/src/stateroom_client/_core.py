@@ -418,16 +418,24 @@ class Endpoints:
         return Call("GET", "/approvals", _page(m.Approval.from_json), params=params, retry=True)
 
     @staticmethod
-    def cancel_approval(approval_id: str, *, reason: str | None) -> Call[m.Approval]:
+    def cancel_approval(
+        approval_id: str, *, reason: str | None, worker: str | None = None
+    ) -> Call[m.Approval]:
         path = f"/approvals/{_id(approval_id)}/cancel"
-        return Call("POST", path, _one(m.Approval.from_json), body=_body(reason=reason))
+        body = _body(reason=reason, worker=worker)
+        return Call("POST", path, _one(m.Approval.from_json), body=body)
 
     @staticmethod
     def void_approval(
-        approval_id: str, *, reason_code: str, reason: str, details: dict[str, Any] | None
+        approval_id: str,
+        *,
+        reason_code: str,
+        reason: str,
+        details: dict[str, Any] | None,
+        worker: str | None = None,
     ) -> Call[m.Approval]:
         path = f"/approvals/{_id(approval_id)}/void"
-        body = _body(reason_code=reason_code, reason=reason, details=details)
+        body = _body(reason_code=reason_code, reason=reason, details=details, worker=worker)
         return Call("POST", path, _one(m.Approval.from_json), body=body)
 
     @staticmethod

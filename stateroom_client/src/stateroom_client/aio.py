@@ -436,8 +436,13 @@ class AsyncStateroomClient:
     ) -> AsyncIterator[m.Approval]:
         return self._pages(E.list_approvals(status=status, run_id=run_id, limit=page_size))
 
-    async def cancel_approval(self, approval_id: str, *, reason: str | None = None) -> m.Approval:
-        return await self._call(E.cancel_approval(approval_id, reason=reason))
+    async def cancel_approval(
+        self, approval_id: str, *, reason: str | None = None, worker: str | None = None
+    ) -> m.Approval:
+        """Withdraw a pending approval this runtime asked for; its run goes back to running.
+        `worker`: while this worker holds a claim on the run (another worker's live claim
+        raises `RunClaimed`)."""
+        return await self._call(E.cancel_approval(approval_id, reason=reason, worker=worker))
 
     async def void_approval(
         self,
@@ -446,16 +451,20 @@ class AsyncStateroomClient:
         reason_code: str,
         reason: str,
         details: dict[str, Any] | None = None,
+        worker: str | None = None,
     ) -> m.Approval:
         """Void an approval this runtime asked for and can no longer honour (`reason_code`
         `tool_changed`: the tool's schema changed since it was asked; `details`, e.g. the
         schema diff, at most 64 KiB of JSON). Allowed while it is pending, or approved but no
         effect is recorded under it; it ends `voided` and a pending one's run goes back to
         `running`. Refusals: `Forbidden` (`not_requester`), `AlreadyDecided` (rejected,
-        expired, cancelled or voided), `Conflict` `effect_recorded` (its call ran or may have).
+        expired, cancelled or voided), `Conflict` `effect_recorded` (its call ran or may have),
+        `RunClaimed` (another worker's claim on the run is live; pass this worker's `worker`).
         """
         return await self._call(
-            E.void_approval(approval_id, reason_code=reason_code, reason=reason, details=details)
+            E.void_approval(
+                approval_id, reason_code=reason_code, reason=reason, details=details, worker=worker
+            )
         )
 
     async def decide_approval(

@@ -906,6 +906,7 @@ class ApprovalGate:
                     reason_code="tool_changed",
                     reason="The tool changed since this was asked: its JSON schema differs.",
                     details=diff,
+                    worker=self.worker,
                 )
             except AlreadyDecided:
                 continue  # decided meanwhile: read it again
