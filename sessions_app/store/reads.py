@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Prefetch, Q, QuerySet
 
 from stateroom.errors import Unprocessable
-from stateroom.sql import hot_cursor
+from stateroom.sql import hot_cursor, scope_tenant_block
 
 from ..models import (
     TERMINAL_SESSION_STATUSES,
@@ -23,6 +23,8 @@ from .base import OPEN_ATTACHMENTS_ATTR, SessionStoreBase, not_found
 
 _SESSIONS = Session._meta.db_table
 _ITEMS = SessionItem._meta.db_table
+# How many of the newest items a search tests one by one before it asks the index.
+SEARCH_WINDOW = 5_000
 
 
 @dataclass
@@ -206,35 +208,63 @@ class SessionReads(SessionStoreBase):
         """Items whose text matches `query` (web-search syntax: words, "a phrase", -not, or),
         newest first, keyset-paged on the item's id; and whether older hits follow.
 
-        Two statements: the matching ids by the GIN index (`item_search_gin`),
-        then the page's rows with their highlighted snippets (`ts_headline`
-        reads the payload again, so only for the rows shown).
+        A word most items say is found among the newest items: the first
+        statement tests the tenant's newest `SEARCH_WINDOW` items (older than
+        `before_id`) one by one. Only when they hold too few hits, the second
+        asks the GIN index of `sessions_app_itemsearch` for the older ones
+        (migration 0006: under row-level security only the policy's own match
+        can use an index, so the first statement also sets the tsquery that
+        policy reads). The last statement reads the page's rows with their
+        highlighted snippets (`ts_headline` reads the payload again, so only
+        for the rows shown).
         """
         if not query.strip():
             return [], False
-        sql = (
-            f"SELECT i.id FROM {_ITEMS} i WHERE i.tenant_id = %s"
-            " AND i.search @@ websearch_to_tsquery('english', %s)"
-        )
-        params: list[Any] = [self.tenant.pk, query]
-        if before_id is not None:
-            sql += " AND i.id < %s"
-            params.append(before_id)
-        sql += " ORDER BY i.id DESC LIMIT %s"
-        params.append(limit + 1)
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params)
-            ids = [row[0] for row in cursor.fetchall()]
-        more, ids = len(ids) > limit, ids[:limit]
-        if not ids:
-            return [], False
-        with hot_cursor() as cursor:
+        tenant = self.tenant.pk
+        # -id: the order of the index item_tenant_newest (migration 0006).
+        before = "" if before_id is None else " AND -i.id > -%s::bigint"
+        with scope_tenant_block(), hot_cursor() as cursor:
+            # The window, newest first, streamed: it stops at the page's hits. Its hits,
+            # and its last item (rn = SEARCH_WINDOW) where the window ends before the
+            # tenant's items do.
+            cursor.execute(
+                "SELECT set_config('app.item_search', w.q::text, true), w.id, w.hit, w.rn"
+                " FROM (SELECT i.id, -i.id AS newest, i.search @@ t.q AS hit, t.q,"
+                " row_number() OVER (ORDER BY -i.id) AS rn"
+                " FROM (SELECT (SELECT websearch_to_tsquery('english', %s)) AS q) t,"
+                f" {_ITEMS} i WHERE i.tenant_id = %s{before}"
+                " ORDER BY -i.id LIMIT %s) w"
+                " WHERE w.hit OR w.rn = %s ORDER BY w.newest LIMIT %s",
+                [
+                    query,
+                    tenant,
+                    *([] if before_id is None else [before_id]),
+                    SEARCH_WINDOW,
+                    SEARCH_WINDOW,
+                    limit + 2,
+                ],
+            )
+            rows = cursor.fetchall()
+            ids = [row[1] for row in rows if row[2]][: limit + 1]
+            ends = [row[1] for row in rows if row[3] == SEARCH_WINDOW]
+            if len(ids) <= limit and ends:
+                # Older hits: all of them by the index (a phrase said rarely), newest first.
+                cursor.execute(
+                    "WITH m AS MATERIALIZED (SELECT s.item_id FROM sessions_app_itemsearch s"
+                    " WHERE s.tenant_id = %s AND s.item_id < %s)"
+                    " SELECT item_id FROM m ORDER BY item_id DESC LIMIT %s",
+                    [tenant, ends[0], limit + 1 - len(ids)],
+                )
+                ids += [row[0] for row in cursor.fetchall()]
+            more, ids = len(ids) > limit, ids[:limit]
+            if not ids:
+                return [], False
             cursor.execute(
                 "SELECT i.id, s.session_id, i.seq, i.role, i.item_type, i.created_at,"
                 " ts_headline('english', stateroom_item_text(i.payload),"
                 " websearch_to_tsquery('english', %s), %s)"
                 f" FROM {_ITEMS} i JOIN {_SESSIONS} s ON s.id = i.session_id"
                 " WHERE i.tenant_id = %s AND i.id = ANY(%s) ORDER BY i.id DESC",
-                [query, _HEADLINE_OPTIONS, self.tenant.pk, ids],
+                [query, _HEADLINE_OPTIONS, tenant, ids],
             )
             return [ItemHit(*row) for row in cursor.fetchall()], more

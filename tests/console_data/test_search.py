@@ -5,12 +5,12 @@ case-insensitive prefix."""
 import re
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from sessions_app.models import SessionItem
-from sessions_app.store import SessionStore
+from sessions_app.store import SessionStore, reads
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_data.conftest import RUNTIME, layout_queries
@@ -150,6 +150,10 @@ def test_deleted_content_leaves_no_search_text(
             " WHERE search @@ to_tsquery('english', 'passport')"
         )
         assert cursor.fetchone() == (0,)
+        # Nor the search index (migration 0006): its rows went with the items.
+        cursor.execute("SELECT set_config('app.item_search', 'passport', true)")
+        cursor.execute("SELECT count(*) FROM sessions_app_itemsearch")
+        assert cursor.fetchone() == (0,)
     with in_tenant(tenant_a):
         assert not SessionItem.objects.filter(tenant=tenant_a).exists()
 
@@ -179,3 +183,90 @@ def test_user_search_is_a_case_insensitive_prefix(make_session, support_a):
     make_session("s-3", user_id="vip-customer")
     body = login(support_a).get("/t/acme/sessions/", {"user_id": "CUSTOMER"}).content.decode()
     assert sorted(set(re.findall(r">(s-\d)</a>", body))) == ["s-1", "s-2"]
+
+
+@pytest.fixture
+def small_window(monkeypatch):
+    """Test only the newest 3 items one by one; older hits come from the index."""
+    monkeypatch.setattr(reads, "SEARCH_WINDOW", 3)
+
+
+def test_older_hits_come_from_the_index_newest_first(
+    small_window, make_session, tenant_a, tenant_b, support_a, django_assert_num_queries
+):
+    make_session("s-1")
+    say(tenant_a, "s-1", *[f"turn {n}" for n in range(1, 31)])  # seq n says "turn n"
+    say(tenant_a, "s-1", "the rare phrase: lost parcel")  # #31
+    say(tenant_a, "s-1", *[f"turn {n}" for n in range(32, 36)])
+    make_session("s-9", tenant=tenant_b)
+    say(tenant_b, "s-9", *["lost parcel"] * 30)
+    client = login(support_a)
+    # Items: the window, the index, the page with snippets; approvals: no matching ids.
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 4):
+        body = client.get(SEARCH, {"q": '"turn 5"'}).content.decode()
+    assert item_hits(body) == ["s-1 #5"]
+    assert 'data-testid="more-items"' not in body
+    # Within the window, then below it; another tenant's matches never show.
+    assert item_hits(client.get(SEARCH, {"q": "parcel"}).content.decode()) == ["s-1 #31"]
+    assert item_hits(client.get(SEARCH, {"q": "turn 3"}).content.decode()) == ["s-1 #3"]
+    with in_tenant(tenant_a):
+        store = SessionStore(tenant_a, RUNTIME)
+        # 34 hits: 3 from the window (#35-#33), then #32, #30 ... by the index.
+        hits, more = store.search_items(query="turn", limit=20)
+        seqs = [hit.seq for hit in hits]
+        assert seqs == [35, 34, 33, 32, *range(30, 14, -1)] and more
+        hits, more = store.search_items(query="turn", before_id=hits[-1].id, limit=20)
+        assert [hit.seq for hit in hits] == list(range(14, 0, -1)) and not more
+        # Exactly a page: no "more".
+        hits, more = store.search_items(query="turn", before_id=None, limit=34)
+        assert len(hits) == 34 and not more
+        # The web-search syntax holds below the window too: -not, or.
+        assert [h.seq for h in store.search_items(query="-turn", limit=20)[0]] == [31]
+        assert [
+            h.seq for h in store.search_items(query='"lost parcel" or "turn 7"', limit=5)[0]
+        ] == [31, 7]
+
+
+def test_index_table_shows_only_matches_of_the_tenant(make_session, tenant_a, tenant_b):
+    make_session("s-1")
+    say(tenant_a, "s-1", "lost parcel", "hello")
+    make_session("s-9", tenant=tenant_b)
+    say(tenant_b, "s-9", "lost parcel")
+    with in_tenant(tenant_a), connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sessions_app_itemsearch")
+        assert cursor.fetchone() == (0,)  # no tsquery set: nothing visible
+        cursor.execute("SELECT set_config('app.item_search', 'parcel', true)")
+        cursor.execute("SELECT tenant_id FROM sessions_app_itemsearch")
+        assert cursor.fetchall() == [(tenant_a.pk,)]
+        # An item's text changed: so did its row.
+        SessionItem.objects.filter(tenant=tenant_a, seq=2).update(payload={"text": "parcel"})
+        cursor.execute("SELECT count(*) FROM sessions_app_itemsearch")
+        assert cursor.fetchone() == (2,)
+        # The app role may read it only: rows are the triggers' to write.
+        with pytest.raises(DatabaseError), transaction.atomic():
+            cursor.execute(
+                "INSERT INTO sessions_app_itemsearch VALUES (0, %s, 'x'::tsvector)", [tenant_a.pk]
+            )
+
+
+def test_the_index_serves_the_match_under_row_level_security(make_session, tenant_a):
+    """The reason for sessions_app_itemsearch: on the items, `@@` is no LEAKPROOF operator,
+    so under their policy the GIN index cannot serve it even when nothing else may; the
+    index table's match is its policy's, and its GIN index can."""
+    make_session("s-1")
+    say(tenant_a, "s-1", "lost parcel")
+
+    def plan(sql: str) -> str:
+        with in_tenant(tenant_a), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SELECT set_config('app.item_search', 'parcel', true)")
+            cursor.execute("EXPLAIN " + sql, [tenant_a.pk])
+            return "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "item_search_gin" not in plan(
+        "SELECT id FROM sessions_app_sessionitem"
+        " WHERE tenant_id = %s AND search @@ to_tsquery('english', 'parcel')"
+    )
+    assert "itemsearch_gin" in plan(
+        "SELECT item_id FROM sessions_app_itemsearch WHERE tenant_id = %s"
+    )

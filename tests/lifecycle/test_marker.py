@@ -45,6 +45,7 @@ CONTENT_COLUMNS = {
     ("approvals_app_approvalrequest", "summary"),
     ("approvals_app_approvalrequest", "search"),  # its full-text vector
     ("sessions_app_sessionitem", "search"),
+    ("sessions_app_itemsearch", "search"),  # the items' search index (sessions 0006)
     ("approvals_app_approvalrequest", "approved_arguments"),
     ("approvals_app_approvalrequest", "reason"),
     ("approvals_app_approvalrequest", "decision_reason"),
