@@ -49,6 +49,7 @@ from tenancy_app.scoping import tenant_transaction
 from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, VoidReason
 from .store import (
     MAX_ARGUMENT_NAME_LENGTH,
+    MAX_DECISION_REASON_LENGTH,
     MAX_KEY_ARGUMENTS,
     MAX_RESPONSE_LENGTH,
     MAX_SUMMARY_LENGTH,
@@ -219,6 +220,7 @@ class ApprovalDecisionIn(StrictSerializer):
         required=False,
         allow_blank=True,
         default="",
+        max_length=MAX_DECISION_REASON_LENGTH,
         help_text="Required to reject, and for any decision on high or critical risk",
     )
     approved_arguments = StrictDictField(
@@ -239,6 +241,7 @@ class ApprovalDecisionIn(StrictSerializer):
 
 
 class ApprovalListQuery(PageQuery):
+    # run_id is checked here only: the store finds nothing for an id no run can have.
     status = serializers.ChoiceField(choices=ApprovalStatus.choices, required=False)
     run_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
 

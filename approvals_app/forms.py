@@ -8,14 +8,15 @@ from .models import ApprovalRequest, Decision
 class DecisionForm(forms.Form):
     """One decision as the console posts it, bound to the call the page showed.
 
-    Whether a reason is required is the store's rule (it answers 422 with
-    `details.reason`); the view maps that onto this form.
+    Whether a reason is required, and how long a reason or a response may be,
+    are the store's rules (it answers 422 with `details.reason`, `details.response`;
+    MAX_DECISION_REASON_LENGTH, MAX_RESPONSE_LENGTH); the view maps that onto this form.
     """
 
     decision = forms.ChoiceField(choices=Decision.choices)
-    reason = forms.CharField(required=False, max_length=4000)
+    reason = forms.CharField(required=False)
     approved_arguments = forms.CharField(required=False, max_length=200_000)
-    response = forms.CharField(required=False, max_length=20_000)
+    response = forms.CharField(required=False)
     digest = forms.CharField(max_length=64)
     run_version = forms.IntegerField(min_value=1)
     source = forms.ChoiceField(required=False, choices=[("detail", "detail"), ("inbox", "inbox")])

@@ -73,6 +73,8 @@ MAX_SUMMARY_LENGTH = 300
 MAX_KEY_ARGUMENTS = 3
 MAX_ARGUMENT_NAME_LENGTH = 200
 MAX_RESPONSE_LENGTH = 20_000
+# Why a person decided (audited; shown to the runtime): the console's form takes it too.
+MAX_DECISION_REASON_LENGTH = 4_000
 # What a runtime may void: an approval still waiting, or approved but its call not run.
 VOIDABLE = frozenset({ApprovalStatus.PENDING, ApprovalStatus.APPROVED})
 MAX_VOID_REASON_LENGTH = 2_000
@@ -589,7 +591,7 @@ class ApprovalStore(BaseStore):
         and the approval stays pending; a second, different person decides.
         One rejection is enough.
         """
-        _check_decision(decision, approved_arguments, response)
+        _check_decision(decision, reason, approved_arguments, response)
         expired: Conflict | None = None
         with self.atomic():
             run, approval = self._lock(approval_id)
@@ -1301,11 +1303,15 @@ def _presentation(summary: Any, key_arguments: Any, usual_arguments: Any) -> tup
     return summary, list(keys)
 
 
-def _check_decision(decision: Any, approved_arguments: Any, response: Any) -> None:
+def _check_decision(decision: Any, reason: Any, approved_arguments: Any, response: Any) -> None:
     """The decision's own shape: edit carries arguments, respond a response, nothing else does."""
     errors: dict[str, list[str]] = {}
     if decision not in DECISIONS:
         errors["decision"] = [f"must be one of {', '.join(DECISIONS)}"]
+    if reason is not None and not isinstance(reason, str):
+        errors["reason"] = ["must be a string"]
+    elif len(reason or "") > MAX_DECISION_REASON_LENGTH:
+        errors["reason"] = [f"at most {MAX_DECISION_REASON_LENGTH} characters"]
     if decision == Decision.EDIT:
         if not isinstance(approved_arguments, dict):
             errors["approved_arguments"] = ["required with edit: the arguments to run (an object)"]

@@ -149,9 +149,11 @@ class HistoryFilterForm(forms.Form):
         choices=[(t, t) for t in ApprovalStore.HISTORY_TABS], required=False, initial="decided"
     )
     risk = forms.ChoiceField(choices=[("", "Any risk"), *Risk.choices], required=False)
-    tool = forms.CharField(required=False, max_length=200, label="Tool")
-    agent = forms.CharField(required=False, max_length=200, label="Agent")
-    decider = forms.CharField(required=False, max_length=200, label="Decided by")
+    # No limits of their own: a value longer than any tool, agent or decider can be matches
+    # nothing (the page's maxlength is the owners': console_app.context_processors.limits).
+    tool = forms.CharField(required=False, label="Tool")
+    agent = forms.CharField(required=False, label="Agent")
+    decider = forms.CharField(required=False, label="Decided by")
     decision = forms.ChoiceField(choices=[("", "Any decision"), *Decision.choices], required=False)
     outcome = forms.ChoiceField(
         choices=[("", "Approved or rejected"), ("approved", "Approved"), ("rejected", "Rejected")],

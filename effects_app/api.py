@@ -41,6 +41,7 @@ class EffectRecordIn(StrictSerializer):
     tool_name = StrictCharField(max_length=TOOL_MAX)
     request = StrictDictField(help_text="The call about to be made (JSON object)")
     node_id = StrictCharField(max_length=NODE_MAX, required=False, allow_blank=True)
+    # Checked here only: the store finds no approval with an id no row can hold (404).
     approval_id = StrictCharField(
         max_length=MAX_PUBLIC_ID_LENGTH,
         required=False,
@@ -73,6 +74,7 @@ class EffectListQuery(RunEffectsQuery):
     idempotency_key = serializers.CharField(
         max_length=KEY_MAX, required=False, trim_whitespace=False
     )
+    # Checked here only: the store finds nothing for an id no run can have (empty list).
     run_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
 
 

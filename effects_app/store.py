@@ -59,6 +59,8 @@ KEY_MAX = ExternalEffect._meta.get_field("idempotency_key").max_length
 TOOL_MAX = ExternalEffect._meta.get_field("tool_name").max_length
 NODE_MAX = ExternalEffect._meta.get_field("node_id").max_length
 SETTLE_OUTCOMES = (EffectStatus.COMMITTED, EffectStatus.FAILED)
+# Why a person settled an effect (audited; the console's settle form takes it from here).
+MAX_SETTLE_REASON_LENGTH = 2000
 
 EFFECT_PAYLOADS = "effect_payloads"
 CONTENT: tuple[ContentClass, ...] = (
@@ -446,8 +448,7 @@ class EffectStore(BaseStore):
                 raise Forbidden("Only a person settles an effect.", code="person_required")
             if outcome not in SETTLE_OUTCOMES:
                 raise _invalid("outcome", f"must be one of {list(SETTLE_OUTCOMES)}")
-            if not isinstance(reason, str) or not reason.strip():
-                raise _invalid("reason", "required")
+            reason = _text("reason", reason, MAX_SETTLE_REASON_LENGTH)
             if effect.status not in (EffectStatus.UNKNOWN, EffectStatus.STARTED):
                 raise _invalid_transition(effect, outcome)
             before = effect.status

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
+from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page
 from stateroom.pages import keyset_page
 from tenancy_app.access import require_permission
@@ -28,7 +29,8 @@ class SettleForm(forms.Form):
         ],
         widget=forms.RadioSelect,
     )
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea)
+    # Its limit is the store's (MAX_SETTLE_REASON_LENGTH): settle refuses, the form shows why.
+    reason = forms.CharField(widget=forms.Textarea)
     back = forms.ChoiceField(choices=[("run", "run"), ("queue", "queue")], required=False)
 
 
@@ -68,11 +70,13 @@ def settle(request, effect_id: str):
                 reason=form.cleaned_data["reason"],
             )
         except StateroomError as exc:
-            messages.error(request, exc.message)
+            if not refused_fields(form, exc):
+                messages.error(request, exc.message)
         else:
             messages.success(
                 request, f"Effect {effect.effect_id} settled as {form.cleaned_data['outcome']}."
             )
+    if request.method == "POST" and form.is_valid():
         if form.cleaned_data.get("back") == "queue":
             return redirect_after_post(
                 request, reverse("effects:queue", kwargs={"tenant_slug": request.tenant.slug})

@@ -43,6 +43,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from outbox_app import relay as outbox
+from sessions_app.store import MAX_REASON_LENGTH  # a deletion's reason: the sessions' rule
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from tenancy_app.base_store import BaseStore
@@ -55,8 +56,6 @@ from .models import OPEN_STATUSES, Deletion, DeletionStatus, Erasure
 
 DEFAULT_BATCH_SIZE = 1000
 MAX_BATCH_SIZE = 50_000
-# Why content is deleted or a user erased (audited; the API's and the console's limit).
-MAX_REASON_LENGTH = 2000
 
 BatchHook = Callable[[Deletion], None]
 

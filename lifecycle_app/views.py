@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from audit_app.actor import Actor
 from sessions_app.views import ReasonForm, session_action
 from stateroom.errors import NotFound, StateroomError
+from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -130,9 +131,11 @@ def delete(request, session_id: str):
         try:
             job = deletions.request(session_id=session_id, reason=form.cleaned_data["reason"])
         except StateroomError as exc:
-            messages.error(request, exc.message)
-            return redirect_after_post(request, request.path)
-        return redirect_after_post(request, deletion_url(request, session_id, job.deletion_id))
+            if not refused_fields(form, exc):
+                messages.error(request, exc.message)
+                return redirect_after_post(request, request.path)
+        else:
+            return redirect_after_post(request, deletion_url(request, session_id, job.deletion_id))
     preview = deletions.preview(session_id=session_id)
     return render_page(
         request,
@@ -187,7 +190,8 @@ class EraseForm(forms.Form):
     confirm = forms.CharField(
         max_length=MAX_USER_ID_LENGTH, required=False, strip=False, label="Type the user id"
     )
-    reason = forms.CharField(max_length=2000, required=False, widget=forms.Textarea, strip=True)
+    # The reason's limit is the store's (MAX_REASON_LENGTH): request refuses, the form shows it.
+    reason = forms.CharField(required=False, widget=forms.Textarea, strip=True)
 
 
 @require_permission(Permission.ERASE)
@@ -207,11 +211,17 @@ def erase(request):
             elif not form.cleaned_data["reason"]:
                 form.add_error("reason", "Say why the user is erased.")
             else:
-                erasure = store.request(user_id=user_id, reason=form.cleaned_data["reason"])
-                messages.success(
-                    request, f"Erasure of {user_id} started: {len(erasure.sessions)} session(s)."
-                )
-                return redirect_after_post(request, erasure_url(request, erasure.erasure_id))
+                try:
+                    erasure = store.request(user_id=user_id, reason=form.cleaned_data["reason"])
+                except StateroomError as exc:
+                    if not refused_fields(form, exc):
+                        raise
+                else:
+                    messages.success(
+                        request,
+                        f"Erasure of {user_id} started: {len(erasure.sessions)} session(s).",
+                    )
+                    return redirect_after_post(request, erasure_url(request, erasure.erasure_id))
     return render_page(
         request,
         "lifecycle/erase.html",

@@ -44,6 +44,8 @@ from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 
 from .models import Run, RunEvent, RunStatus
 from .store import (
+    COST_DECIMAL_PLACES,
+    COST_MAX_DIGITS,
     DEFAULT_LEASE_SECONDS,
     MAX_COUNTER,
     MAX_EVENT_TYPE_LENGTH,
@@ -51,6 +53,7 @@ from .store import (
     MAX_LEASE_SECONDS,
     STRING_LIMITS,
     RunStateStore,
+    cost_value,
 )
 
 
@@ -70,7 +73,10 @@ class RunOut(serializers.Serializer):
     deadline_at = serializers.DateTimeField(allow_null=True)
     token_used = serializers.IntegerField()
     cost_used = serializers.DecimalField(
-        max_digits=18, decimal_places=6, coerce_to_string=True, help_text="Decimal string"
+        max_digits=COST_MAX_DIGITS,
+        decimal_places=COST_DECIMAL_PLACES,
+        coerce_to_string=True,
+        help_text="Decimal string",
     )
     pending_approval_id = EmptyAsNullCharField()
     last_checkpoint_id = EmptyAsNullCharField()
@@ -85,6 +91,27 @@ class RunOut(serializers.Serializer):
     )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class CostField(DecimalStringField):
+    """`cost_used`: a decimal string or an integer, refused by the run store's own rule.
+
+    Digits and places are declared for the schema; the check is `cost_value`,
+    the one `compare_and_set` makes, so both refuse a 7th decimal place alike.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(
+            max_digits=COST_MAX_DIGITS, decimal_places=COST_DECIMAL_PLACES, min_value=0, **kwargs
+        )
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, str | int):
+            self.fail("invalid")
+        try:
+            return cost_value(data)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
 
 def _text(name: str, **kwargs) -> StrictCharField:
@@ -111,9 +138,7 @@ class RunTransitionIn(StrictSerializer):
     active_agent = _text("active_agent")
     current_node_id = _text("current_node_id")
     token_used = StrictIntegerField(min_value=0, max_value=MAX_COUNTER, required=False)
-    cost_used = DecimalStringField(
-        max_digits=18, decimal_places=6, min_value=0, required=False, help_text="Decimal string"
-    )
+    cost_used = CostField(required=False, help_text="Decimal string")
     last_checkpoint_id = _text("last_checkpoint_id")
     error = StrictDictField(
         required=False,
@@ -146,6 +171,7 @@ class RunClaimIn(StrictSerializer):
 
 
 class RunListQuery(PageQuery):
+    # Ids are checked here only: the store finds no run for an id no row can hold (empty list).
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     session_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
     task_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)

@@ -103,11 +103,18 @@ STRING_LIMITS = {
 }
 _COUNTERS = ("turn_index", "token_used")
 MAX_COUNTER = 2**53 - 1  # I-JSON: every JSON reader keeps it exactly
-# cost_used is DECIMAL(18, 6): at most 12 digits before the point.
-_MAX_COST = Decimal(10) ** 12
+# cost_used is DECIMAL(18, 6) (Run.cost_used): what the column would round (a 7th
+# decimal place) or cannot hold (13 digits before the point) is refused, by
+# `cost_value`; the API's field calls it too (runs_app.api.CostField).
+COST_MAX_DIGITS = Run._meta.get_field("cost_used").max_digits
+COST_DECIMAL_PLACES = Run._meta.get_field("cost_used").decimal_places
+_MAX_COST_EXPONENT = COST_MAX_DIGITS - COST_DECIMAL_PLACES
+_MAX_COST = Decimal(10) ** _MAX_COST_EXPONENT
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
 MAX_LEASE_SECONDS = 86400
+# Why a person cancelled, suspended or resumed a run (audited; the console's forms take it).
+MAX_REASON_LENGTH = 2000
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 # Statuses in which no worker works on a run: moving there drops the claim.
 UNCLAIMED_STATUSES = frozenset(
@@ -167,6 +174,35 @@ CONTENT: tuple[ContentClass, ...] = (
         kept="Each node attempt's node, attempt number, status and times.",
     ),
 )
+
+
+def cost_value(value: Any) -> Decimal:
+    """`cost_used` exactly as the column keeps it; ValueError saying why when it cannot be.
+
+    Decimal places are counted as written (`"0.1000000"` has 7), as the API always did.
+    """
+    try:
+        cost = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        cost = None
+    if isinstance(value, bool) or cost is None or not cost.is_finite():
+        raise ValueError("must be a decimal number")
+    if not 0 <= cost < _MAX_COST:
+        raise ValueError(f"must be from 0 to less than 10^{_MAX_COST_EXPONENT}")
+    exponent = cost.as_tuple().exponent
+    if isinstance(exponent, int) and -exponent > COST_DECIMAL_PLACES:
+        raise ValueError(f"at most {COST_DECIMAL_PLACES} decimal places")
+    return cost
+
+
+def check_reason(reason: Any) -> None:
+    """A person's reason for a cancel, suspend or resume: 422 `reason` when it cannot be one."""
+    if not isinstance(reason, str):
+        raise Unprocessable("reason must be a string.", details={"reason": ["must be a string"]})
+    if len(reason) > MAX_REASON_LENGTH:
+        raise Unprocessable(
+            "reason is too long.", details={"reason": [f"at most {MAX_REASON_LENGTH} characters"]}
+        )
 
 
 def allowed_from(target: str) -> list[str]:
@@ -578,6 +614,7 @@ class RunStateStore(BaseStore):
         expected_version: int | None,
     ) -> Run:
         """One compare-and-set by a person (or the system), audited, the runtime told."""
+        check_reason(reason)
         now = self.now()
         allowed = tuple(allowed)
         # A person takes the run from whichever worker held it: cancelled or
@@ -936,15 +973,9 @@ class RunStateStore(BaseStore):
                     values[key] = value
             elif key == "cost_used":
                 try:
-                    cost = Decimal(str(value))
-                except (InvalidOperation, ValueError):
-                    cost = None
-                if isinstance(value, bool) or cost is None or not cost.is_finite():
-                    errors[key] = ["must be a decimal number"]
-                elif not 0 <= cost < _MAX_COST:
-                    errors[key] = ["must be from 0 to less than 10^12"]
-                else:
-                    values[key] = cost
+                    values[key] = cost_value(value)
+                except ValueError as exc:
+                    errors[key] = [str(exc)]
             elif key == "error":
                 if value is not None and not isinstance(value, dict):
                     errors[key] = ["must be an object or null"]

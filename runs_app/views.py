@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from audit_app.actor import Actor
 from stateroom.htmx import render_page
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.pages import keyset_page
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -20,7 +21,9 @@ from .store import RunStateStore
 
 class RunFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "Any status"), *RunStatus.choices], required=False)
-    session_id = forms.CharField(required=False, max_length=128, label="Session id")
+    session_id = forms.CharField(
+        required=False, max_length=MAX_PUBLIC_ID_LENGTH, label="Session id"
+    )
 
     def store_filters(self) -> dict:
         return {

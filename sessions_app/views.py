@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
+from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -26,7 +27,8 @@ from .store import SessionStore
 
 
 class ReasonForm(forms.Form):
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea, strip=True)
+    # Its limit is the stores' (sessions_app.store.MAX_REASON_LENGTH): they refuse, it shows why.
+    reason = forms.CharField(widget=forms.Textarea, strip=True)
 
 
 def _store(request) -> SessionStore:
@@ -78,10 +80,12 @@ def session_action(request, session_id: str, kind: str, action: dict, perform):
         except NotFound as exc:
             raise Http404("No such session") from exc
         except StateroomError as exc:
-            messages.error(request, exc.message)
+            if not refused_fields(form, exc):
+                messages.error(request, exc.message)
         else:
             messages.success(request, action["done"])
-        return redirect_after_post(request, _detail_url(request, session_id))
+        if form.is_valid():  # not when the store refused a field: the form shows why
+            return redirect_after_post(request, _detail_url(request, session_id))
     return render_page(
         request,
         "sessions/confirm.html",

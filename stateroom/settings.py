@@ -127,6 +127,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "tenancy_app.context_processors.tenancy",
                 "console_app.context_processors.pending_approvals",
+                "console_app.context_processors.limits",
             ],
         },
     },

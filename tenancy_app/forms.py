@@ -11,7 +11,7 @@ def _on(value: str) -> bool:
 
 class LegalHoldForm(forms.Form):
     on = forms.TypedChoiceField(choices=ON_OFF, coerce=_on)
-    reason = forms.CharField(max_length=2000)
+    reason = forms.CharField()  # its limit is the store's: MAX_HOLD_REASON_LENGTH
     confirm = forms.BooleanField(
         error_messages={"required": "Tick the box to confirm you mean it."}
     )
@@ -38,7 +38,8 @@ class SessionLeaseForm(forms.Form):
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    # No limit of its own: a longer name than the user model allows names nobody (not found).
+    username = forms.CharField()
     role = forms.ChoiceField(choices=Role.choices)
 
 

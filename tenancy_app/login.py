@@ -64,8 +64,14 @@ def note_second_factor(sender, request, user, **kwargs) -> None:
         request.session[HAS_DEVICE] = True
 
 
+# The digits of a code: what django-otp gives a new TOTP device (the pages' inputs say it too).
+CODE_DIGITS = TOTPDevice._meta.get_field("digits").default
+
+
 class TokenForm(forms.Form):
-    token = forms.RegexField(r"^\d{6}$", error_messages={"invalid": "Six digits."})
+    token = forms.RegexField(
+        rf"^\d{{{CODE_DIGITS}}}$", error_messages={"invalid": f"{CODE_DIGITS} digits."}
+    )
 
 
 def _next(request) -> str:

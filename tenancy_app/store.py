@@ -18,6 +18,10 @@ from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
 MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)
+# The limits of the console's tenancy forms (their maxlength comes from here too).
+MAX_TOKEN_NAME_LENGTH = RuntimeToken._meta.get_field("name").max_length
+MAX_WEBHOOK_URL_LENGTH = RuntimeToken._meta.get_field("webhook_url").max_length
+MAX_HOLD_REASON_LENGTH = 2000  # why the whole tenant is held or released (audited)
 
 # Decisions are POSTed to it by the worker: nothing but http(s).
 _WEBHOOK_URL = URLValidator(schemes=["http", "https"])
@@ -50,20 +54,21 @@ class TenancyStore(BaseStore):
             )
         if not name.strip():
             raise Unprocessable("A token needs a name.", details={"name": ["required"]})
-        if len(name.strip()) > 100:
+        if len(name.strip()) > MAX_TOKEN_NAME_LENGTH:
             raise Unprocessable(
-                "A token name has at most 100 characters.",
-                details={"name": ["at most 100 characters"]},
+                f"A token name has at most {MAX_TOKEN_NAME_LENGTH} characters.",
+                details={"name": [f"at most {MAX_TOKEN_NAME_LENGTH} characters"]},
             )
         if webhook_url:
             try:
                 _WEBHOOK_URL(webhook_url)
-                if len(webhook_url) > 200:
+                if len(webhook_url) > MAX_WEBHOOK_URL_LENGTH:
                     raise ValidationError("too long")
             except ValidationError as exc:
+                most = f"of at most {MAX_WEBHOOK_URL_LENGTH} characters"
                 raise Unprocessable(
-                    "The webhook URL must be an http or https URL of at most 200 characters.",
-                    details={"webhook_url": ["must be an http(s) URL of at most 200 characters"]},
+                    f"The webhook URL must be an http or https URL {most}.",
+                    details={"webhook_url": [f"must be an http(s) URL {most}"]},
                 ) from exc
             try:
                 egress.check_url(webhook_url)
@@ -172,6 +177,11 @@ class TenancyStore(BaseStore):
 
     # --- tenant settings --------------------------------------------------
     def set_legal_hold(self, *, on: bool, reason: str) -> Tenant:
+        if not isinstance(reason, str) or len(reason) > MAX_HOLD_REASON_LENGTH:
+            raise Unprocessable(
+                "The reason is too long.",
+                details={"reason": [f"a string of at most {MAX_HOLD_REASON_LENGTH} characters"]},
+            )
         with transaction.atomic():
             tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
             if tenant.legal_hold == on:

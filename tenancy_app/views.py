@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from audit_app.actor import Actor
 from stateroom.errors import NotFound, StateroomError
+from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post
 
 from .access import memberships_of, require_permission
@@ -122,6 +123,8 @@ def set_legal_hold(request):
     try:
         _store(request).set_legal_hold(on=on, reason=form.cleaned_data["reason"])
     except StateroomError as exc:
+        if refused_fields(form, exc):
+            return _overview(request, hold_form=form, status=422)
         messages.error(request, exc.message)
     else:
         messages.success(

@@ -20,8 +20,9 @@ from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.models import Run, RunStatus
-from runs_app.store import NON_TERMINAL_STATUSES, RunStateStore
+from runs_app.store import NON_TERMINAL_STATUSES, RunStateStore, check_reason
 from stateroom.errors import Conflict, NotFound, StateroomError
+from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.jsonview import diff
 from stateroom.pages import parse_cursor
@@ -185,13 +186,14 @@ RUN_CONTROL_EXPLAINED = {
 BULK_LIMIT = 1000
 
 
+# A reason's limit is the run store's (MAX_REASON_LENGTH): it refuses, the form shows why.
 class ControlForm(forms.Form):
-    reason = forms.CharField(max_length=2000, label="Reason (recorded in the audit log)")
+    reason = forms.CharField(label="Reason (recorded in the audit log)")
     expected_version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
 
 
 class BulkControlForm(forms.Form):
-    reason = forms.CharField(max_length=2000)
+    reason = forms.CharField()
     expected_count = forms.IntegerField(min_value=0)
 
 
@@ -230,9 +232,13 @@ def control(request, run_id: str, action: str):
             actions.control(action=action, run_id=run_id, **form.cleaned_data)
         except Conflict as exc:
             messages.warning(request, f"Not done: {_control_conflict(exc)}")
+        except StateroomError as exc:
+            if not refused_fields(form, exc):
+                raise
         else:
             messages.success(request, f"{done} run {run.run_id}.")
-        return redirect_after_post(request, _run_url(request, run_id))
+        if form.is_valid():  # not when the store refused the reason: the form shows why
+            return redirect_after_post(request, _run_url(request, run_id))
     label, _, statuses = RUN_CONTROLS[action]
     return render_page(
         request,
@@ -289,7 +295,11 @@ def bulk(request):
     changed = False
     if request.method == "POST" and form.is_valid():
         changed = form.cleaned_data["expected_count"] != count
-        if not changed and count <= BULK_LIMIT:
+        try:  # the store's rule, checked once: refused per run, each would be "skipped"
+            check_reason(form.cleaned_data["reason"])
+        except StateroomError as exc:
+            refused_fields(form, exc)
+        if form.is_valid() and not changed and count <= BULK_LIMIT:
             done, skipped = 0, 0
             reason = form.cleaned_data["reason"]
             for run_id in list(matching.order_by("id").values_list("run_id", flat=True)):

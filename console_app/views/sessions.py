@@ -23,10 +23,12 @@ from lifecycle_app.endings import SessionEndings
 from lifecycle_app.views import job_progress
 from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session, SessionStatus
-from sessions_app.store import SessionStore
+from sessions_app.store import MAX_USER_ID_LENGTH, SessionStore, check_reason
 from sessions_app.views import ReasonForm
 from stateroom.errors import NotFound, StateroomError
+from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -39,10 +41,10 @@ BULK_LIMIT = 5000
 
 class SessionFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "Any status"), *SessionStatus.choices], required=False)
-    user_id = forms.CharField(required=False, max_length=128, label="User id")
+    user_id = forms.CharField(required=False, max_length=MAX_USER_ID_LENGTH, label="User id")
     created_from = forms.DateField(required=False, label="Created from")
     created_to = forms.DateField(required=False, label="Created to")
-    q = forms.CharField(required=False, max_length=128, label="Session or run id")
+    q = forms.CharField(required=False, max_length=MAX_PUBLIC_ID_LENGTH, label="Session or run id")
 
     def store_filters(self) -> dict:
         """The filters as `SessionStore.list_sessions` takes them (dates as UTC day bounds)."""
@@ -206,7 +208,11 @@ def bulk(request):
     changed = False
     if request.method == "POST" and form.is_valid():
         changed = form.cleaned_data["expected_count"] != count
-        if not changed and count <= BULK_LIMIT:
+        try:  # the store's rule, checked once: refused per session, each would be "skipped"
+            check_reason(form.cleaned_data["reason"])
+        except StateroomError as exc:
+            refused_fields(form, exc)
+        if form.is_valid() and not changed and count <= BULK_LIMIT:
             done, skipped = _bulk_apply(request, live, action, form.cleaned_data["reason"])
             verb = "Closed" if action == "close" else "Expired"
             messages.success(

@@ -40,6 +40,7 @@ from .validation import (
     MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
     MAX_USER_ID_LENGTH,
+    check_reason,
     user_id_errors,
 )
 
@@ -71,5 +72,6 @@ __all__ = [
     "SessionRefusal",
     "SessionStore",
     "StoredItem",
+    "check_reason",
     "user_id_errors",
 ]

@@ -25,7 +25,8 @@ MAX_USER_ID_LENGTH = 128
 MAX_ROLE_LENGTH = 32
 MAX_ITEM_TYPE_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
-# Why a session is closed, expired or held (the console's forms say the same).
+# Why a session is closed, expired or held, its content deleted or its user erased: one
+# rule (lifecycle_app's deletions and erasures take it from here, the console's forms too).
 MAX_REASON_LENGTH = 2000
 
 

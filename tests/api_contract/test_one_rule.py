@@ -7,11 +7,13 @@ itself is accepted by both, limit + 1 is refused by both as 422
 """
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import pytest
 from django.test import Client
 
 from approvals_app.store import (
+    MAX_DECISION_REASON_LENGTH,
     MAX_KEY_ARGUMENTS,
     MAX_SUMMARY_LENGTH,
     MAX_TOOL_NAME_LENGTH,
@@ -19,11 +21,17 @@ from approvals_app.store import (
 )
 from audit_app.actor import Actor
 from effects_app.store import EffectStore
+from lifecycle_app import deletion
 from lifecycle_app.erasure import ErasureStore
-from runs_app.store import MAX_EVENT_TYPE_LENGTH, RunStateStore
+from runs_app.store import (
+    COST_DECIMAL_PLACES,
+    COST_MAX_DIGITS,
+    MAX_EVENT_TYPE_LENGTH,
+    RunStateStore,
+)
 from sessions_app.store import MAX_REASON_LENGTH, MAX_USER_ID_LENGTH, SessionStore
 from stateroom.contract import flatten
-from stateroom.errors import Unprocessable, field_path
+from stateroom.errors import NotFound, Unprocessable, field_path
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH, MAX_WORKER_LENGTH, PUBLIC_ID_RULE
 from tasks_app.store import MAX_CONSTRAINT_LENGTH, MAX_LIST_ITEM_LENGTH, TaskStateStore
 from tenancy_app.models import TokenRole
@@ -279,3 +287,141 @@ def test_error_keys_are_field_paths_from_the_api_and_the_stores(api_a, tenant_a)
         )
     assert flatten({"items": [{}, {"role": ["bad"]}]}) == {"items[1].role": ["bad"]}
     assert field_path("items", 1, "role") == "items[1].role"
+
+
+# --- runs_app.store: cost_used (DECIMAL(18, 6)) ----------------------------------------
+def test_cost_places_rule_is_one(api_a, tenant_a):
+    """Six decimal places are kept by both; a seventh, which the column would round, is
+    refused by both, under `cost_used` with the store's words."""
+    assert (COST_MAX_DIGITS, COST_DECIMAL_PLACES) == (18, 6)
+    version = _running_run(tenant_a, "run-c")
+    path = "/api/v1/runs/run-c/transition"
+    six, seven = "0.123456", "0.1234567"
+    ok = _post(api_a, path, {"expected_version": version, "cost_used": six})
+    assert ok.status_code == 200, ok.content
+    assert ok.json()["cost_used"] == six
+    version = ok.json()["version"]
+    api = _api_refuses(
+        _post(api_a, path, {"expected_version": version, "cost_used": seven}), "cost_used"
+    )
+    with in_tenant(tenant_a):
+        runs = RunStateStore(tenant_a, ACTOR)
+        store = _store_refuses(
+            lambda: runs.compare_and_set(
+                run_id="run-c", expected_version=version, changes={"cost_used": seven}
+            ),
+            "cost_used",
+        )
+        assert api == store == [f"at most {COST_DECIMAL_PLACES} decimal places"]
+        run = runs.compare_and_set(
+            run_id="run-c", expected_version=version, changes={"cost_used": "1.654321"}
+        )
+        assert run.cost_used == Decimal("1.654321")
+    # The column's whole digits, the same way: 10^12 is refused by both alike.
+    too_big = str(10**12)
+    api = _api_refuses(
+        _post(api_a, path, {"expected_version": run.version, "cost_used": too_big}), "cost_used"
+    )
+    with in_tenant(tenant_a):
+        store = _store_refuses(
+            lambda: RunStateStore(tenant_a, ACTOR).compare_and_set(
+                run_id="run-c", expected_version=run.version, changes={"cost_used": too_big}
+            ),
+            "cost_used",
+        )
+    assert api == store
+
+
+# --- approvals_app.store: a decision's reason ------------------------------------------
+def test_decision_reason_limit_is_one(make_token, tenant_a):
+    operator = Client(
+        headers={"Authorization": f"Bearer {make_token(tenant_a, TokenRole.OPERATOR)}"}
+    )
+    ids = {}
+    for name in ("api", "store"):
+        version = _running_run(tenant_a, f"run-d-{name}")
+        with in_tenant(tenant_a):
+            ids[name] = (
+                ApprovalStore(tenant_a, ACTOR)
+                .request(
+                    run_id=f"run-d-{name}",
+                    expected_version=version,
+                    tool_name="refund",
+                    arguments={},
+                    risk="low",
+                )
+                .approval_id
+            )
+    bad = "r" * (MAX_DECISION_REASON_LENGTH + 1)
+    path = f"/api/v1/approvals/{ids['api']}/decision"
+    _api_refuses(_post(operator, path, {"decision": "reject", "reason": bad}), "reason")
+    person = Actor.system("operator")
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: ApprovalStore(tenant_a, person).decide(
+                approval_id=ids["store"], decision="reject", reason=bad
+            ),
+            "reason",
+        )
+    ok = "r" * MAX_DECISION_REASON_LENGTH
+    decided = _post(operator, path, {"decision": "reject", "reason": ok})
+    assert decided.status_code == 200, decided.content
+    with in_tenant(tenant_a):
+        ApprovalStore(tenant_a, person).decide(
+            approval_id=ids["store"], decision="reject", reason=ok
+        )
+
+
+# --- a deletion's and an erasure's reason: the sessions' rule ---------------------------
+def test_deletion_reason_is_the_session_reason(make_token, tenant_a):
+    assert deletion.MAX_REASON_LENGTH is MAX_REASON_LENGTH
+    admin = Client(headers={"Authorization": f"Bearer {make_token(tenant_a, TokenRole.ADMIN)}"})
+    with in_tenant(tenant_a):
+        sessions = SessionStore(tenant_a, ACTOR)
+        sessions.create(session_id="sess-del", user_id="u")
+        sessions.close(session_id="sess-del")
+    bad = "r" * (MAX_REASON_LENGTH + 1)
+    path = "/api/v1/sessions/sess-del/deletions"
+    _api_refuses(_post(admin, path, {"reason": bad}), "reason")
+    _api_refuses(_post(admin, "/api/v1/erasures", {"user_id": "u", "reason": bad}), "reason")
+    with in_tenant(tenant_a):
+        _store_refuses(
+            lambda: deletion.DeletionStore(tenant_a, ACTOR).request(
+                session_id="sess-del", reason=bad
+            ),
+            "reason",
+        )
+        _store_refuses(
+            lambda: ErasureStore(tenant_a, ACTOR).request(user_id="u", reason=bad), "reason"
+        )
+    assert _post(admin, path, {"reason": "r" * MAX_REASON_LENGTH}).status_code == 202
+
+
+# --- list filters and an effect's approval_id: the API's check is the only one ---------
+def test_an_impossible_id_in_a_filter_finds_nothing_in_the_store(api_a, tenant_a):
+    """Only the API checks these ids' length: a longer id than any row can hold finds no
+    row in the store (an empty list, or 404 for an effect's approval), so one place suffices."""
+    _running_run(tenant_a, "run-i")
+    too_long = "i" * (MAX_PUBLIC_ID_LENGTH + 1)
+    for path, param in [
+        ("/api/v1/runs", "session_id"),
+        ("/api/v1/runs", "task_id"),
+        ("/api/v1/approvals", "run_id"),
+        ("/api/v1/effects", "run_id"),
+    ]:
+        response = api_a.get(path, {param: too_long})
+        assert response.status_code == 422, (path, param)
+        assert param in response.json()["error"]["details"]
+    with in_tenant(tenant_a):
+        assert not RunStateStore(tenant_a, ACTOR).list_runs(session_id=too_long).exists()
+        assert not ApprovalStore(tenant_a, ACTOR).list_approvals(run_id=too_long).exists()
+        with pytest.raises(NotFound):
+            EffectStore(tenant_a, ACTOR).record(
+                run_id="run-i",
+                idempotency_key="k",
+                tool_name="t",
+                request={},
+                approval_id=too_long,
+            )
+    body = {"idempotency_key": "k", "tool_name": "t", "request": {}, "approval_id": too_long}
+    _api_refuses(_post(api_a, "/api/v1/runs/run-i/effects", body), "approval_id")
