@@ -1,4 +1,4 @@
-from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.indexes import OpClass
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import F, Func
@@ -129,7 +129,9 @@ class SessionItem(TenantOwned):
                 fields=["tenant", "session", "seq"], name="item_session_seq_uniq"
             ),
         ]
-        indexes = [GinIndex(fields=["search"], name="item_search_gin")]
+        # No GIN index on `search`: under the items' row-level security PostgreSQL
+        # cannot use one for @@ (not LEAKPROOF); search reads sessions_app_itemsearch
+        # (migration 0006), whose policy carries the match.
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq}"
