@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import cache
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -62,7 +63,8 @@ from stateroom.ids import (
     is_valid_public_id,
     new_public_id,
 )
-from stateroom.sql import columns, db_value, hot_cursor, model_from_row
+from stateroom.rows import from_row
+from stateroom.sql import columns, db_value, hot_cursor
 from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken
@@ -249,7 +251,7 @@ _SEEN_WIDTH = 5
 
 
 def _run_from(row: Sequence[Any]) -> Run:
-    run = model_from_row(Run, row[:_RUN_WIDTH])
+    run = from_row(Run, row[:_RUN_WIDTH])
     run.session_public_id, run.task_public_id = row[_RUN_WIDTH:]
     return run
 
@@ -267,6 +269,56 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
+# `json.dumps(changes, cls=DjangoJSONEncoder)`, the encoder made once.
+_encode_changes = DjangoJSONEncoder().encode
+# A run's fields by name and by attname, for the parameters of an update.
+_RUN_FIELDS = {
+    **{field.attname: field for field in Run._meta.concrete_fields},
+    **{field.name: field for field in Run._meta.concrete_fields},
+}
+
+
+@cache
+def _status_in(statuses: tuple[str, ...]) -> str:
+    if not statuses:
+        return "1 = 0"
+    unknown = set(statuses) - set(RunStatus.values)
+    if unknown:  # never: only the state machine's statuses are written into SQL
+        raise ValueError(f"not run statuses: {sorted(unknown)}")
+    return '"status" IN (' + ", ".join("'" + status + "'" for status in statuses) + ")"
+
+
+@cache
+def _update_text(
+    set_names: tuple[str, ...],
+    increment_names: tuple[str, ...],
+    where_columns: tuple[str, ...],
+    conditions: tuple[str, ...],
+    bump_version: bool,
+    with_transition: bool,
+) -> str:
+    """`_update_sql`'s text for one shape of update (every value a `%s`)."""
+    qn = connection.ops.quote_name
+    assignments = [f"{qn(_RUN_FIELDS[name].column)} = %s" for name in set_names]
+    assignments += [f"{qn(name)} = {qn(name)} + %s" for name in increment_names]
+    if bump_version:
+        assignments.append('"previous_status" = "status", "version" = "version" + 1')
+    clauses = ['"tenant_id" = %s', *(f"{qn(column)} = %s" for column in where_columns)]
+    clauses += conditions
+    sql = (
+        f"r AS (UPDATE {_RUNS} SET {', '.join(assignments)} "
+        f"WHERE {' AND '.join(clauses)} RETURNING {_RUN_COLUMNS})"
+    )
+    if with_transition:
+        sql += (
+            f", t AS (INSERT INTO {_TRANSITIONS} (tenant_id, run_id, version,"
+            " from_status, to_status, changes, actor_label, created_at)"
+            " SELECT r.tenant_id, r.id, r.version, r.previous_status, r.status, %s::jsonb, %s, %s"
+            " FROM r)"
+        )
+    return sql
+
+
 class RunStateStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def _runs(self) -> QuerySet[Run]:
@@ -279,11 +331,11 @@ class RunStateStore(BaseStore):
             row = cursor.fetchone()
         if row is None:
             raise NotFound("No such run.", details={"run_id": run_id})
-        run = model_from_row(Run, row[:_RUN_WIDTH])
+        run = from_row(Run, row[:_RUN_WIDTH])
         session_row = row[_RUN_WIDTH : _RUN_WIDTH + _SESSION_WIDTH]
         task_row = row[_RUN_WIDTH + _SESSION_WIDTH :]
-        run.session = model_from_row(Session, session_row) if run.session_id else None
-        run.task = model_from_row(Task, task_row) if run.task_id else None
+        run.session = from_row(Session, session_row) if run.session_id else None
+        run.task = from_row(Task, task_row) if run.task_id else None
         return run
 
     def list_runs(
@@ -1032,10 +1084,9 @@ class RunStateStore(BaseStore):
 
     @staticmethod
     def _status_condition(statuses: Iterable[str]) -> tuple[str, list[Any]]:
-        statuses = list(statuses)
-        if not statuses:
-            return ("1 = 0", [])
-        return (f'"status" IN ({", ".join(["%s"] * len(statuses))})', statuses)
+        """`status IN (…)`, the statuses written in (they are the state machine's own
+        constants, not input): fewer parameters to render, the same statement."""
+        return (_status_in(tuple(statuses)), [])
 
     def _claim_condition(self, worker: str | None, now: datetime) -> tuple[str, list[Any]]:
         """The claim is free, this worker's own, or expired (no worker: free or expired)."""
@@ -1062,39 +1113,30 @@ class RunStateStore(BaseStore):
         bump_version: bool,
         transition: Transition | None,
     ) -> tuple[str, list[Any]]:
-        """The CTEs `r` (the conditional UPDATE … RETURNING) and `t` (its transition row)."""
-        qn = connection.ops.quote_name
-        assignments: list[str] = []
-        params: list[Any] = []
-        for name, value in sets.items():
-            assignments.append(f"{qn(Run._meta.get_field(name).column)} = %s")
-            params.append(self._db_value(name, value))
-        for name, step in (increments or {}).items():
-            assignments.append(f"{qn(name)} = {qn(name)} + %s")
-            params.append(step)
-        if bump_version:
-            assignments.append('"previous_status" = "status", "version" = "version" + 1')
-        clauses = ['"tenant_id" = %s']
-        params.append(self.tenant.pk)
-        for column, value in where.items():
-            clauses.append(f"{qn(column)} = %s")
-            params.append(value)
-        for sql, values in conditions:
-            clauses.append(sql)
-            params.extend(values)
-        sql = (
-            f"r AS (UPDATE {_RUNS} SET {', '.join(assignments)} "
-            f"WHERE {' AND '.join(clauses)} RETURNING {_RUN_COLUMNS})"
+        """The CTEs `r` (the conditional UPDATE … RETURNING) and `t` (its transition row).
+
+        The text depends only on the names and conditions (`_update_text`,
+        built once per shape); the values go as parameters, in its order.
+        """
+        increments = increments or {}
+        sql = _update_text(
+            tuple(sets),
+            tuple(increments),
+            tuple(where),
+            tuple(condition for condition, _ in conditions),
+            bump_version,
+            transition is not None,
         )
+        fields = _RUN_FIELDS
+        params: list[Any] = [db_value(fields[name], value) for name, value in sets.items()]
+        params += increments.values()
+        params.append(self.tenant.pk)
+        params += where.values()
+        for _, values in conditions:
+            params += values
         if transition is not None:
-            sql += (
-                f", t AS (INSERT INTO {_TRANSITIONS} (tenant_id, run_id, version,"
-                " from_status, to_status, changes, actor_label, created_at)"
-                " SELECT r.tenant_id, r.id, r.version, r.previous_status, r.status, %s::jsonb, %s, %s"
-                " FROM r)"
-            )
             params += [
-                json.dumps(transition.changes, cls=DjangoJSONEncoder),
+                _encode_changes(transition.changes),
                 self._transition_label(transition.worker),
                 transition.now,
             ]
@@ -1171,9 +1213,9 @@ class RunStateStore(BaseStore):
             row = cursor.fetchone()
         if row is None:
             return None, None
-        seen, found = Seen(*row[:_SEEN_WIDTH]), row[_SEEN_WIDTH:]
+        found = row[_SEEN_WIDTH:]
         if found[0] is None:
-            return None, seen
+            return None, Seen(*row[:_SEEN_WIDTH])
         return _run_from(found), None
 
     def _why_refused(

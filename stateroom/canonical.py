@@ -52,29 +52,44 @@ _dumps = json.JSONEncoder(
 
 
 def _plain(value: Any) -> bool:
-    """Whether the standard library spells `value` exactly as RFC 8785 does (module doc)."""
+    """Whether the standard library spells `value` exactly as RFC 8785 does (module doc).
+
+    Containers are walked from a stack; their scalar children are checked in
+    place, not pushed (a 10 KB checkpoint is mostly strings in lists).
+    """
+    if type(value) is not dict and type(value) is not list:
+        return _plain_scalar(value)
     stack = [value]
     pop, push = stack.pop, stack.append
     while stack:
         item = pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-            return False
-        if kind is dict:
-            for key, child in item.items():
+        if type(item) is dict:
+            for key in item:
                 if type(key) is not str or not (key.isascii() or _bmp(key)):
                     return False
+            children: Any = item.values()
+        else:
+            children = item
+        for child in children:
+            kind = type(child)
+            if kind is str or kind is bool or child is None:
+                continue
+            if kind is int:
+                if -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                    continue
+                return False
+            if kind is dict or kind is list:
                 push(child)
-            continue
-        if kind is list:
-            stack.extend(item)
-            continue
-        return False  # floats, tuples, subclasses, anything else: rfc8785 decides
+                continue
+            return False  # floats, tuples, subclasses, anything else: rfc8785 decides
     return True
+
+
+def _plain_scalar(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    return kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
 def _bmp(text: str) -> bool:

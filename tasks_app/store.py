@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError
+from django.db import IntegrityError
 from django.db.models import Q, QuerySet
 
 from approvals_app.models import ApprovalRequest
@@ -24,7 +24,8 @@ from effects_app.models import ExternalEffect
 from stateroom.content import TASK, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
-from stateroom.sql import columns, hot_cursor, known, model_from_row
+from stateroom.rows import from_row, from_values
+from stateroom.sql import columns, hot_cursor
 from tenancy_app.base_store import BaseStore
 
 from .models import (
@@ -43,6 +44,7 @@ assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint
 _TASKS = Task._meta.db_table
 _CHECKPOINTS = TaskCheckpoint._meta.db_table
 _CHECKPOINT_COLUMNS = columns(TaskCheckpoint)
+_CHECKPOINT_TENANT = TaskCheckpoint._meta.get_field("tenant")
 
 
 __all__ = ["CONTENT", "DurableTaskState", "TaskStateStore"]
@@ -206,8 +208,8 @@ class TaskStateStore(BaseStore):
             with self.reading():
                 self.load(task_id)  # 404 for an unknown task
             raise NotFound("This task has no checkpoint yet.", details={"task_id": task_id})
-        checkpoint = model_from_row(TaskCheckpoint, row)
-        checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
+        checkpoint = from_row(TaskCheckpoint, row)
+        checkpoint.task = from_values(Task, {"id": checkpoint.task_id, "task_id": task_id})
         return checkpoint
 
     def checkpoint_history(
@@ -368,15 +370,9 @@ class TaskStateStore(BaseStore):
             raise _invalid("state", "must be a JSON object")
         if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
             raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
-        checkpoint = TaskCheckpoint(
-            tenant=self.tenant,
-            checkpoint_id=new_public_id("ckpt"),
-            schema_version=schema_version,
-            node_id=node_id,
-            state=state,
-            size_bytes=len(body.encode()),
-            created_at=self.now(),
-        )
+        checkpoint_id = new_public_id("ckpt")
+        size_bytes = len(body.encode())
+        created_at = self.now()
         claim = (
             f"UPDATE {_TASKS} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
             " latest_checkpoint_id = %s, schema_version = %s, updated_at = %s"
@@ -384,9 +380,9 @@ class TaskStateStore(BaseStore):
             " AND content_fenced_at IS NULL RETURNING id, last_checkpoint_seq"
         )
         params = [
-            checkpoint.checkpoint_id,
+            checkpoint_id,
             schema_version,
-            checkpoint.created_at,
+            created_at,
             self.tenant.pk,
             task_id,
             *_TERMINAL,
@@ -400,18 +396,15 @@ class TaskStateStore(BaseStore):
                 [
                     *params,
                     self.tenant.pk,
-                    checkpoint.checkpoint_id,
+                    checkpoint_id,
                     schema_version,
                     node_id,
                     body,
-                    checkpoint.size_bytes,
-                    checkpoint.created_at,
+                    size_bytes,
+                    created_at,
                 ],
             )
             row = cursor.fetchone()
-        if row is not None:
-            checkpoint.task_id, checkpoint.seq, checkpoint.pk = row
-            checkpoint._state.adding, checkpoint._state.db = False, DEFAULT_DB_ALIAS
         if row is None:
             with self.reading():
                 task = self.load(task_id)  # 404 for an unknown task
@@ -422,7 +415,27 @@ class TaskStateStore(BaseStore):
                 code="invalid_transition",
                 details={"status": task.status},
             )
-        checkpoint.task = known(Task, checkpoint.task_id, task_id=task_id)
+        task_pk, seq, pk = row
+        # The saved row, as the ORM would read it back (the state as given: it is plain
+        # JSON data, so it reads back equal), with its tenant and task known.
+        checkpoint = from_values(
+            TaskCheckpoint,
+            {
+                "id": pk,
+                "tenant_id": self.tenant.pk,
+                "task_id": task_pk,
+                "checkpoint_id": checkpoint_id,
+                "seq": seq,
+                "schema_version": schema_version,
+                "node_id": node_id,
+                "state": state,
+                "size_bytes": size_bytes,
+                "created_at": created_at,
+                "body_deleted_at": None,
+            },
+        )
+        _CHECKPOINT_TENANT.set_cached_value(checkpoint, self.tenant)
+        checkpoint.task = from_values(Task, {"id": task_pk, "task_id": task_id})
         return checkpoint
 
     # --- lifecycle: the fence, content ----------------------------------------
