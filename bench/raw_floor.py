@@ -9,9 +9,15 @@ same guarantees so the comparison is fair:
   session row (gap-free, commit-ordered), only on a live session whose lease
   has not passed; an idempotency key is recorded in the same transaction and
   a repeated key returns the original seqs (a different request is refused);
-- compare-and-set is one conditional UPDATE on the version plus the
+- compare-and-set is one conditional UPDATE on the version (a run neither
+  finished, fenced for deletion nor claimed by a live worker) plus the
   transition row; checkpoints take the next seq under the task's row lock
   and refuse a finished task;
+- each operation reads what the API answers with, as the store returns it:
+  a compare-and-set (and the contention test's read) the whole run row with
+  its session's and task's public ids, the pending list and the latest
+  checkpoint every column their API objects show (the store's result is no
+  more than that);
 - each write is one statement, as in Stateroom's stores: the claiming
   UPDATE and the INSERTs that use its RETURNING row are data-modifying CTEs,
   so the floor sends no more round trips than the store does;
@@ -175,11 +181,16 @@ class RawFloor:
                 " current_node_id = %s, updated_at = %s, previous_status = status,"
                 " version = version + 1 WHERE tenant_id = %s AND run_id = %s AND version = %s"
                 " AND status NOT IN ('succeeded', 'failed', 'cancelled')"
-                " RETURNING id, version, status, previous_status),"
+                " AND content_fenced_at IS NULL"
+                " AND (claimed_by = '' OR claim_until IS NULL OR claim_until <= %s)"
+                " RETURNING *),"
                 f" t AS (INSERT INTO {t['run_transition']} (tenant_id, run_id, version,"
                 " from_status, to_status, changes, actor_label, created_at)"
                 " SELECT %s, r.id, r.version, r.previous_status, r.status, %s, %s, %s FROM r)"
-                " SELECT version FROM r",
+                # The whole run, with its session's and task's public ids: what the API answers.
+                f" SELECT r.version, r.*, (SELECT session_id FROM {t['session']}"
+                f" WHERE id = r.session_id), (SELECT task_id FROM {t['task']}"
+                " WHERE id = r.task_id) FROM r",
                 [
                     changes["turn_index"],
                     changes["token_used"],
@@ -188,6 +199,7 @@ class RawFloor:
                     self.tenant,
                     run_id,
                     expected_version,
+                    now,
                     self.tenant,
                     Jsonb(changes),
                     "token:bench",
@@ -239,8 +251,8 @@ class RawFloor:
         with self._tx() as cur:
             row = self._x(
                 cur,
-                f"SELECT c.checkpoint_id, c.seq, c.schema_version, c.node_id, c.state, c.created_at"
-                f" FROM {t['task']} k JOIN {t['checkpoint']} c ON c.tenant_id = k.tenant_id"
+                f"SELECT c.checkpoint_id, c.seq, c.schema_version, c.node_id, c.state,"
+                f" c.size_bytes, c.created_at, c.body_deleted_at FROM {t['task']} k JOIN {t['checkpoint']} c ON c.tenant_id = k.tenant_id"
                 " AND c.task_id = k.id AND c.seq = k.last_checkpoint_seq"
                 " WHERE k.tenant_id = %s AND k.task_id = %s",
                 [self.tenant, task_id],
@@ -271,8 +283,12 @@ class RawFloor:
         with self._tx() as cur:
             return self._x(
                 cur,
-                f"SELECT a.approval_id, r.run_id, a.status, a.tool_name, a.arguments, a.risk,"
-                f" a.reason, a.summary, a.expires_at, a.created_at FROM {t['approval']} a"
+                # Every column the API's list shows (what the store's page holds).
+                f"SELECT a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk,"
+                " a.reason, a.summary, a.key_arguments, a.usual_arguments, a.allowed_decisions,"
+                " a.call_digest, a.run_version, a.first_approved_by, a.first_approval_reason,"
+                f" a.expires_at, a.created_at, (SELECT p.approval_id FROM {t['approval']} p"
+                f" WHERE p.id = a.replaces_id) FROM {t['approval']} a"
                 f" JOIN {t['run']} r ON r.id = a.run_id WHERE a.tenant_id = %s"
                 " AND a.status = 'pending' AND (a.expires_at IS NULL OR a.expires_at > now())"
                 " ORDER BY a.id DESC LIMIT %s",
@@ -283,13 +299,16 @@ class RawFloor:
         with self._tx() as cur:
             row = self._x(
                 cur,
-                f"SELECT id, version, status FROM {self.t['run']}"
-                " WHERE tenant_id = %s AND run_id = %s",
+                # The whole run with its session's and task's public ids, as GET /runs/{id}.
+                f"SELECT r.id, r.version, r.status, r.*, s.session_id, k.task_id"
+                f" FROM {self.t['run']} r LEFT JOIN {self.t['session']} s ON s.id = r.session_id"
+                f" LEFT JOIN {self.t['task']} k ON k.id = r.task_id"
+                " WHERE r.tenant_id = %s AND r.run_id = %s",
                 [self.tenant, run_id],
             ).fetchone()
         if row is None:
             raise RefusedError("no such run")
-        return row
+        return row[:3]
 
     def try_compare_and_set(self, *, run_id: str, expected_version: int, changes: dict) -> bool:
         try:

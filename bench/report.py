@@ -102,14 +102,21 @@ KNOWN_REASONS: dict[str, str] = {
         " psycopg's tuples)"
     ),
     "store:run compare-and-set": (
-        "same statement as the floor; the Run model (every column, JSON decoded) is built"
-        " for the caller, which the floor skips (it returns the version only)"
+        "same work as the floor (both return the whole run with its session's and task's"
+        " ids); the message's set_config statement and its refusal read (the `f` CTE),"
+        " and Python per call: the Run built, the changes checked and encoded"
     ),
     "store:save checkpoint (~10 KB)": (
         "same statement as the floor; the state is walked for non-JSON values (the"
-        " not_serializable guarantee) and a TaskCheckpoint is built for the caller"
+        " not_serializable guarantee) before the canonical JSON both sides encode"
     ),
-    "store:load latest checkpoint": "the TaskCheckpoint model built from the row (the floor returns a tuple)",
+    "store:load latest checkpoint": (
+        "same columns as the floor; the message's set_config statement, and the"
+        " TaskCheckpoint built from the row"
+    ),
+    "store:pending approvals (page of 50)": (
+        "same columns as the floor; each row made into the API's object (27 keys)"
+    ),
     "store:record-or-return effect": (
         "same statements as the floor; the effect model built for the caller, with its run"
     ),
