@@ -6,8 +6,8 @@ the tenant setting, the store's statements, COMMIT — what a request or a job
 pays), three ways in one process:
 
 - `hot_cursor`: today's settings; the hot statements go through
-  `hot_cursor()`'s own reused psycopg `ServerBindingCursor` (prepared after
-  `DB_PREPARE_THRESHOLD` runs);
+  `hot_cursor()`'s own server-binding psycopg cursor with psycopg's C
+  timestamptz loader (prepared after `DB_PREPARE_THRESHOLD` runs);
 - `server_side_binding`: the very same code on a second connection configured
   as Django documents it, `OPTIONS={"server_side_binding": True,
   "prepare_threshold": 5}`, swapped in as the `default` connection for these
@@ -21,6 +21,11 @@ pays), three ways in one process:
   simple-protocol message of `hot_cursor(alone=True)` (server-side binding
   has no such path); its ratio to `hot_cursor` is the one-message path
   against the four-statement shape of the same store code.
+
+Then, for five of the ops in one open transaction on the default connection,
+what of `hot_cursor()`'s own cursor pays: a cursor per statement (as it is),
+one kept per connection (as it was before this measurement), and per
+statement with Django's timestamptz loader instead of psycopg's C one.
 
 Each op runs `repeats` times; in each repeat every side runs `iterations`
 calls, in three rounds with the order rotated (and reversed) each
@@ -187,6 +192,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log, *, repeats: int = 3) -> dic
                     f"; queries/call {queries}; repeats {row['repeats_ops_per_s']}"
                 )
                 rows.append(row)
+            ablation = _cursor_ablation(ops, tenant, per_round, repeats, log)
     finally:
         binding.close()
     result = {
@@ -195,9 +201,74 @@ def run(url: str, scale: Scale, cat: Catalogue, log, *, repeats: int = 3) -> dic
         "calls_per_side_per_repeat": per_round * 3,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "operations": rows,
+        "cursor_ablation": ablation,
     }
     log("\n" + markdown(result))
     return result
+
+
+ABLATED = (
+    "read last 50 items",
+    "pending approvals (page of 50)",
+    "checkpoint history (20)",
+    "append 1 item",
+    "run compare-and-set",
+)
+
+
+def _cursor_ablation(ops, tenant, per_round: int, repeats: int, log) -> dict:
+    """What of `hot_cursor()`'s own cursor pays: in one open tenant transaction on the
+    default connection, its cursor per statement (as it is), one cursor kept per
+    connection (as it was), and per statement with Django's timestamptz loader."""
+    import psycopg
+    from psycopg.types.datetime import TimestamptzLoader
+
+    from stateroom import sql
+    from tenancy_app.scoping import in_tenant
+
+    as_is = sql._raw_cursor
+
+    class Kept(psycopg.Cursor):
+        def close(self) -> None:  # hot_cursor closes its cursor after each statement
+            pass
+
+    def kept(connection):
+        raw = getattr(connection, "_bench_kept_cursor", None)
+        if raw is None or raw.connection is not connection.connection:
+            raw = Kept(connection.connection)
+            raw.adapters.register_loader("timestamptz", TimestamptzLoader)
+            connection._bench_kept_cursor = raw
+        return raw
+
+    def django_loader(connection):
+        return psycopg.Cursor(connection.connection)
+
+    variants = {"per statement": as_is, "kept": kept, "Django loader": django_loader}
+    found = {}
+    try:
+        for op in ops:
+            if op.name not in ABLATED:
+                continue
+            rates: dict[str, list[float]] = {v: [] for v in variants}
+            for rep in range(repeats * 2):
+                names = list(variants) if rep % 2 == 0 else list(reversed(variants))
+                for name in names:
+                    sql._raw_cursor = variants[name]
+                    with in_tenant(tenant):
+                        timed = measure(op.stateroom, iterations=per_round, warmup=10)
+                    rates[name].append(timed.ops_per_s)
+            med = {name: statistics.median(r) for name, r in rates.items()}
+            found[op.name] = {name: round(m, 1) for name, m in med.items()}
+            log(
+                f"  cursor ablation, {op.name}: "
+                + ", ".join(
+                    f"{name} {m:.0f} ops/s ({m / med['per statement']:.2f})"
+                    for name, m in med.items()
+                )
+            )
+    finally:
+        sql._raw_cursor = as_is
+    return found
 
 
 def markdown(result: dict) -> str:
@@ -217,5 +288,17 @@ def markdown(result: dict) -> str:
             f" ({row['ratio_open_tx']:.2f})"
             f" | {o['one message']:.0f} ({row['ratio_one_message_vs_hot_cursor']:.2f})"
             f" | {q['hot_cursor']} / {q['server_side_binding']} / {q['one message']} |"
+        )
+    lines += [
+        "",
+        "| operation (open tx) | cursor per statement ops/s | one kept per connection | Django's"
+        " timestamptz loader |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, med in result.get("cursor_ablation", {}).items():
+        base = med["per statement"]
+        lines.append(
+            f"| {name} | {base:.0f} | {med['kept']:.0f} ({med['kept'] / base:.2f})"
+            f" | {med['Django loader']:.0f} ({med['Django loader'] / base:.2f}) |"
         )
     return "\n".join(lines)

@@ -8,6 +8,22 @@ statements psycopg prepares after `DB_PREPARE_THRESHOLD` runs. It is still
 Django's connection and transaction, wrapped like Django's own cursors, so
 query logging, `CaptureQueriesContext` and execute wrappers see it.
 
+**Why not Django's `OPTIONS={"server_side_binding": True}`.** Measured side
+by side inside a tenant transaction (bench/README.md, "server_side_binding vs
+hot_cursor"; `python -m bench --only binding`): the reads of many rows are
+1.5-2x faster here (read last 50 items, pending approvals), nearly all of it
+psycopg's C timestamptz loader in place of Django's Python one
+(`_raw_cursor`); the writes are at parity within the noise. Django's option
+would also bind every ORM query of the connection on the server, which the
+table does not cover. So `hot_cursor()` keeps its own cursor and loader, and
+nothing else: a plain psycopg `Cursor` per statement, wrapped by
+`connection.make_cursor` (or `_LoggedHotCursor` while queries are logged, so
+the log shows values, not `$1`). It no longer keeps one cursor per
+connection (measured no faster than one per statement) nor uses Django's
+internal `ServerBindingCursor` (psycopg's `Cursor` plus `callproc`).
+On a connection configured with `server_side_binding` (the bench's other
+side) it yields Django's own `connection.cursor()`.
+
 Hot statements name their columns (no `*`): a prepared statement must keep
 its result shape. They bypass the
 django-scopes manager, so each filters on `tenant_id` itself, as every store
@@ -115,10 +131,13 @@ def hot_cursor(
             yield cursor
         return
     raw = _raw_cursor(connection)
-    if connection.queries_logged:
-        yield _LoggedHotCursor(raw, connection)
-    else:
-        yield connection.make_cursor(raw)
+    try:
+        if connection.queries_logged:
+            yield _LoggedHotCursor(raw, connection)
+        else:
+            yield connection.make_cursor(raw)
+    finally:
+        raw.close()
 
 
 def scope_tenant() -> int | None:
@@ -340,23 +359,22 @@ def _require_tenant_scope() -> None:
 
 
 def _raw_cursor(connection: Any) -> Any:
-    """The connection's one server-binding cursor, made on first use after each connect.
+    """A server-binding psycopg cursor on the connection, reading timestamptz with psycopg's C loader.
 
-    Reused, not closed: a psycopg cursor's set-up (its own adapters map, the
-    loader below) is a good part of a hot statement's Python cost. Django's
-    connections are per thread, and so is this cursor.
+    psycopg's own `Cursor` (Django's `ServerBindingCursor` is that plus
+    `callproc`), made anew for each statement: keeping one per connection
+    measured no faster (bench/README.md, "server_side_binding vs hot_cursor").
+    The loader is psycopg's own (C) timestamptz loader, not Django's Python
+    subclass of it: the same aware UTC datetimes (the session time zone is
+    UTC), and the reason the reads of many rows beat Django's
+    server_side_binding by 1.5-2x in that table.
     """
-    raw = getattr(connection, "_stateroom_hot_cursor", None)
-    if raw is None or raw.connection is not connection.connection or raw.closed:
-        from django.db.backends.postgresql.base import ServerBindingCursor
-        from psycopg.types.datetime import TimestamptzLoader
+    from psycopg import Cursor
+    from psycopg.types.datetime import TimestamptzLoader
 
-        with connection.wrap_database_errors:
-            raw = ServerBindingCursor(connection.connection)
-        # psycopg's own (C) timestamptz loader, not Django's Python subclass
-        # of it: the same aware UTC datetimes, about 8 µs a value cheaper.
-        raw.adapters.register_loader("timestamptz", TimestamptzLoader)
-        connection._stateroom_hot_cursor = raw
+    with connection.wrap_database_errors:
+        raw = Cursor(connection.connection)
+    raw.adapters.register_loader("timestamptz", TimestamptzLoader)
     return raw
 
 

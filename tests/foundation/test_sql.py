@@ -108,18 +108,15 @@ def test_hot_statements_read_timestamptz_as_aware_utc_datetimes(db):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_cursor_is_reused_and_renewed_with_the_connection():
+def test_each_statement_gets_a_cursor_on_the_current_connection():
     with hot_cursor(tenant_owned=False) as first:
         first.execute("SELECT 1")
-    with hot_cursor(tenant_owned=False) as second:
-        second.execute("SELECT 2")
-        assert second.fetchone() == (2,)
-    assert first.cursor is second.cursor
+    assert first.cursor.closed
     connection.close()
-    with hot_cursor(tenant_owned=False) as third:
-        third.execute("SELECT now()")
-        (now,) = third.fetchone()
-    assert third.cursor is not first.cursor
+    with hot_cursor(tenant_owned=False) as second:
+        second.execute("SELECT now()")
+        (now,) = second.fetchone()
+    assert second.cursor.connection is connection.connection
     assert now.tzinfo is not None and now.utcoffset().total_seconds() == 0
 
 
