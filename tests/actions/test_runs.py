@@ -174,7 +174,7 @@ def test_cancel_racing_a_decision_never_leaves_a_pending_approval_on_an_ended_ru
         pending = ApprovalRequest.objects.filter(tenant=tenant_a, status="pending").count()
         events = AuditEvent.objects.filter(tenant=tenant_a, action__startswith="approval.")
         per_approval = {}
-        for target, action in events.values_list("target_id", "action"):
+        for target, action in events.order_by("seq").values_list("target_id", "action"):
             per_approval.setdefault(target, []).append(action)
     assert pending == 0
     # Each approval asked, then exactly one ending: approved or withdrawn, never both.

@@ -21,7 +21,7 @@ def session_state(tenant, session_id: str):
         session = SessionStore(tenant, RUNTIME).get(session_id)
         events = list(
             AuditEvent.objects.filter(tenant=tenant, target_id=session_id)
-            .order_by("id")  # in the order they happened (the last is the newest)
+            .order_by("seq")  # in the order they happened (the last is the newest)
             .values_list("action", "actor_label", "reason")
         )
     return session, events
