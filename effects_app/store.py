@@ -46,6 +46,7 @@ from stateroom.errors import (
     field_path,
 )
 from stateroom.ids import new_public_id
+from stateroom.reasons import MAX_REASON_LENGTH
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from tasks_app.state import canonical_json, digest, storable_json
 from tenancy_app.base_store import BaseStore
@@ -59,8 +60,8 @@ KEY_MAX = ExternalEffect._meta.get_field("idempotency_key").max_length
 TOOL_MAX = ExternalEffect._meta.get_field("tool_name").max_length
 NODE_MAX = ExternalEffect._meta.get_field("node_id").max_length
 SETTLE_OUTCOMES = (EffectStatus.COMMITTED, EffectStatus.FAILED)
-# Why a person settled an effect (audited; the console's settle form takes it from here).
-MAX_SETTLE_REASON_LENGTH = 2000
+# Why a person settled an effect: a person's reason (`stateroom.reasons`, one rule).
+MAX_SETTLE_REASON_LENGTH = MAX_REASON_LENGTH
 
 EFFECT_PAYLOADS = "effect_payloads"
 CONTENT: tuple[ContentClass, ...] = (

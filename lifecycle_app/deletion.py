@@ -43,9 +43,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from outbox_app import relay as outbox
-from sessions_app.store import MAX_REASON_LENGTH  # a deletion's reason: the sessions' rule
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import new_public_id
+from stateroom.reasons import MAX_REASON_LENGTH  # a person's reason: one rule
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import tenant_transaction

@@ -63,6 +63,7 @@ from stateroom.ids import (
     is_valid_public_id,
     new_public_id,
 )
+from stateroom.reasons import MAX_REASON_LENGTH, check_reason  # noqa: F401 (re-exported)
 from stateroom.rows import from_row
 from stateroom.sql import columns, db_value, hot_cursor
 from tasks_app.models import Task, TaskCheckpoint
@@ -115,8 +116,7 @@ _MAX_COST = Decimal(10) ** _MAX_COST_EXPONENT
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
 MAX_LEASE_SECONDS = 86400
-# Why a person cancelled, suspended or resumed a run (audited; the console's forms take it).
-MAX_REASON_LENGTH = 2000
+# Why a person cancelled, suspended or resumed a run: `stateroom.reasons` (one rule).
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 # Statuses in which no worker works on a run: moving there drops the claim.
 UNCLAIMED_STATUSES = frozenset(
@@ -195,16 +195,6 @@ def cost_value(value: Any) -> Decimal:
     if isinstance(exponent, int) and -exponent > COST_DECIMAL_PLACES:
         raise ValueError(f"at most {COST_DECIMAL_PLACES} decimal places")
     return cost
-
-
-def check_reason(reason: Any) -> None:
-    """A person's reason for a cancel, suspend or resume: 422 `reason` when it cannot be one."""
-    if not isinstance(reason, str):
-        raise Unprocessable("reason must be a string.", details={"reason": ["must be a string"]})
-    if len(reason) > MAX_REASON_LENGTH:
-        raise Unprocessable(
-            "reason is too long.", details={"reason": [f"at most {MAX_REASON_LENGTH} characters"]}
-        )
 
 
 def allowed_from(target: str) -> list[str]:

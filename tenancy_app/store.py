@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from stateroom import egress
 from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.reasons import MAX_REASON_LENGTH
 
 from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
@@ -21,7 +22,7 @@ MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not fore
 # The limits of the console's tenancy forms (their maxlength comes from here too).
 MAX_TOKEN_NAME_LENGTH = RuntimeToken._meta.get_field("name").max_length
 MAX_WEBHOOK_URL_LENGTH = RuntimeToken._meta.get_field("webhook_url").max_length
-MAX_HOLD_REASON_LENGTH = 2000  # why the whole tenant is held or released (audited)
+MAX_HOLD_REASON_LENGTH = MAX_REASON_LENGTH  # why the tenant is held: a person's reason
 
 # Decisions are POSTed to it by the worker: nothing but http(s).
 _WEBHOOK_URL = URLValidator(schemes=["http", "https"])

@@ -14,6 +14,7 @@ from typing import Any
 
 from stateroom.errors import Unprocessable, field_path
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id
+from stateroom.reasons import MAX_REASON_LENGTH, check_reason  # noqa: F401 (re-exported)
 
 # A session's lease (seed 004) is renewed by every activity for its length;
 # the default length is the tenant's (`Tenant.session_lease_seconds`), this
@@ -25,9 +26,8 @@ MAX_USER_ID_LENGTH = 128
 MAX_ROLE_LENGTH = 32
 MAX_ITEM_TYPE_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
-# Why a session is closed, expired or held, its content deleted or its user erased: one
-# rule (lifecycle_app's deletions and erasures take it from here, the console's forms too).
-MAX_REASON_LENGTH = 2000
+# Why a session is closed, expired or held, its content deleted or its user erased: the
+# one rule of `stateroom.reasons` (MAX_REASON_LENGTH, check_reason), re-exported here.
 
 
 def is_short_text(value: Any, max_length: int) -> bool:
@@ -60,18 +60,6 @@ def json_problem(value: Any) -> str | None:
             if problem := json_problem(child):
                 return problem
     return None
-
-
-def check_reason(reason: Any) -> None:
-    if not isinstance(reason, str):
-        raise Unprocessable("reason must be a string.", details={"reason": ["must be a string"]})
-    if len(reason) > MAX_REASON_LENGTH:
-        raise Unprocessable(
-            "reason is too long.",
-            details={"reason": [f"at most {MAX_REASON_LENGTH} characters"]},
-        )
-    if problem := text_problem(reason):
-        raise Unprocessable("reason is invalid.", details={"reason": [problem]})
 
 
 def user_id_errors(user_id: Any) -> dict[str, list[str]]:

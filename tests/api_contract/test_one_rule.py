@@ -397,6 +397,41 @@ def test_deletion_reason_is_the_session_reason(make_token, tenant_a):
     assert _post(admin, path, {"reason": "r" * MAX_REASON_LENGTH}).status_code == 202
 
 
+def test_a_persons_reason_is_one_rule_in_every_store(tenant_a):
+    """Sessions, deletions, runs, effects and the tenant's hold take a person's reason from
+    stateroom.reasons; the run store refuses what the session store refuses, alike."""
+    import effects_app.store
+    import runs_app.store
+    import sessions_app.store
+    import tenancy_app.store
+    from stateroom import reasons
+
+    assert {
+        sessions_app.store.MAX_REASON_LENGTH,
+        deletion.MAX_REASON_LENGTH,
+        effects_app.store.MAX_SETTLE_REASON_LENGTH,
+        tenancy_app.store.MAX_HOLD_REASON_LENGTH,
+    } == {reasons.MAX_REASON_LENGTH}
+    assert sessions_app.store.check_reason is runs_app.store.check_reason is reasons.check_reason
+    _running_run(tenant_a, "r-why")
+    with in_tenant(tenant_a):
+        runs = runs_app.store.RunStateStore(tenant_a, ACTOR)
+        for bad, message in (
+            (
+                "r" * (reasons.MAX_REASON_LENGTH + 1),
+                f"at most {reasons.MAX_REASON_LENGTH} characters",
+            ),
+            ("stop\x00now", "contains a NUL character"),
+        ):
+            assert _store_refuses(
+                lambda bad=bad: runs.suspend(run_id="r-why", reason=bad), "reason"
+            ) == [message]
+        assert (
+            runs.suspend(run_id="r-why", reason="r" * reasons.MAX_REASON_LENGTH).status
+            == "suspended"
+        )
+
+
 # --- list filters and an effect's approval_id: the API's check is the only one ---------
 def test_an_impossible_id_in_a_filter_finds_nothing_in_the_store(api_a, tenant_a):
     """Only the API checks these ids' length: a longer id than any row can hold finds no
