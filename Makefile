@@ -28,8 +28,11 @@ $(DEMO_STAMP): pyproject.toml stateroom_client/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ./stateroom_client -e ".[agents,langgraph]"
 	touch $@
 
-$(STAMP): pyproject.toml stateroom_client/pyproject.toml | $(BIN)/python
+# The dev install also fetches the SDK's own session tests (the adapter's conformance
+# suite, docs/sdk-conformance.md) from the SDK's sdists: not committed; a failed fetch fails here.
+$(STAMP): pyproject.toml stateroom_client/pyproject.toml scripts/fetch_sdk_tests.py | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ./stateroom_client -e ".[dev]"
+	$(BIN)/python scripts/fetch_sdk_tests.py
 	touch $@ $(DEMO_STAMP)
 
 install: $(STAMP)

@@ -20,6 +20,7 @@ for end in lowest newest; do
   venv=".venv-sdk/$end"
   [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade -e ./stateroom_client -e ".[dev]" "$pin"
+  "$venv/bin/python" scripts/fetch_sdk_tests.py  # the SDK's tests (a no-op once fetched)
   installed=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("openai-agents"))')
   echo "test-sdk-range: $end of $spec: openai-agents $installed"
   # shellcheck disable=SC2086

@@ -1,4 +1,4 @@
-"""StateroomSession against a live server, held to the checks the SDK holds its SQLiteSession to:
+"""StateroomSession against a live server, held to the checks the SDK holds its own sessions to:
 order, limit, pop, clear, isolation between sessions, session settings, and the
 Runner using it as memory. Plus what is particular to Stateroom: removals are
 tombstones folded by readers, and history survives any process.

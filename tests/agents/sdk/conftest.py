@@ -1,27 +1,30 @@
 """The OpenAI Agents SDK's own session tests, run against `StateroomSession` on the live server.
 
-The tests in v<version>/ are the SDK's (scripts/vendor_sdk_tests.py copies
-them from its source distribution, with its LICENSE). They build their
-sessions as ``SQLiteSession(session_id, db_path, session_settings=...)`` or
-``SQLAlchemySession.from_url(session_id, url=..., ...)``; here those names
-build a `StateroomSession` on a Stateroom session of the live server instead,
-one per (store, session_id) the test names: the same path and id give the
-same history, an in-memory store is new each time, as with SQLite.
+The tests in v<version>/ are the SDK's, fetched from its source distribution with
+its LICENSE by scripts/fetch_sdk_tests.py (`make install` runs it; the trees are
+not committed). Where they build one of the SDK's own sessions, the session
+classes that conformance.toml (this folder's manifest) names under `swapped`,
+they build a stand-in here instead: a `StateroomSession` on a Stateroom session of
+the live server, one per (store, session_id) the test names: the same path (or
+engine, or URL) and id give the same history, an in-memory store is new each
+time, as with the SDK's sessions.
 
-Only the tree of the newest vendored release not newer than the installed SDK
-is collected (each release's tests use that release's helpers). Tests of the
-SQLite/SQLAlchemy machinery itself (connections, locks, engines, rows written
-behind the session's back) do not apply and are deselected; NOT_APPLICABLE
-gives each one's reason, and tests/agents/sdk/README.md lists them. Of the Runner's own test
-files (RUNNER_FILES) only the tests that build a session are collected.
+Only the tree of the newest fetched release not newer than the installed SDK is
+collected (each release's tests use that release's helpers). Tests of the SDK
+sessions' own machinery (connections, locks, engines, rows written behind the
+session's back) do not apply and are deselected: the manifest's `not_applicable`
+names each one with its reason (docs/sdk-conformance.md sums them up). Of the
+Runner's own test files only the tests that build a session are collected.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import itertools
 import re
+import tomllib
 import types
 import uuid
 from dataclasses import dataclass, field
@@ -31,7 +34,6 @@ from typing import Any
 
 import pytest
 from agents import set_tracing_disabled
-from agents.extensions.memory import sqlalchemy_session
 from agents.memory import SessionSettings
 
 from stateroom_client import AsyncStateroomClient, StateroomClient
@@ -47,143 +49,45 @@ def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:3])
 
 
+def _fetched(tree: Path) -> tuple[int, ...]:
+    """The release of a fetched tree (scripts/fetch_sdk_tests.py writes its VERSION last)."""
+    if not (tree / "VERSION").is_file():
+        raise RuntimeError(
+            f"{tree.relative_to(HERE.parents[2])} is not a whole fetched tree (no VERSION):"
+            " run `python scripts/fetch_sdk_tests.py` (`make install` does)"
+        )
+    return _release((tree / "VERSION").read_text().strip())
+
+
 INSTALLED = _release(version("openai-agents"))
-VENDORED = {_release((d / "VERSION").read_text().strip()): d.name for d in HERE.glob("v*_*_*")}
-USABLE = [release for release in VENDORED if release <= INSTALLED]
-# The newest vendored release not newer than the installed SDK; none when the SDK
-# is older than every vendored release (then nothing is collected and the
-# conformance test below fails).
-CHOSEN = VENDORED[max(USABLE)] if USABLE else None
-collect_ignore = [name for name in VENDORED.values() if name != CHOSEN]
+FETCHED = {_fetched(d): d.name for d in HERE.glob("v*_*_*")}
+USABLE = [release for release in FETCHED if release <= INSTALLED]
+# The newest fetched release not newer than the installed SDK; none when the SDK
+# is older than every fetched release, or none is fetched (then nothing is
+# collected and test_selection.py fails).
+CHOSEN = FETCHED[max(USABLE)] if USABLE else None
+collect_ignore = [name for name in FETCHED.values() if name != CHOSEN]
 
-_SQLITE = "it tests SQLiteSession's own SQLite machinery"
-_ALCHEMY = "it tests SQLAlchemySession's own engine and tables"
-_CORRUPT = (
-    "it writes a corrupt row into the SQL table behind the session; Stateroom items are"
-    " validated JSON written through the API, so there is no such row to skip"
-)
-_NATIVE_COMPACTION = (
-    "it tests OpenAIResponsesCompactionSession's native path for SQLiteSession and"
-    " SQLAlchemySession (their private _get_compaction_snapshot, _atomic_replace_items and"
-    " _read_compaction_items: a snapshot past the session's read limit, a replacement in"
-    " their SQL transaction); a StateroomSession, like any other Session, gets the"
-    " compaction session's generic path"
-)
-_COMPACTION_HOOKS = (
-    "it drives or breaks the SQL internals under that native compaction path (the"
-    " session's private _insert_items, db_path, connection or engine, SQL constraints)"
-)
-_ENCRYPTED_POP = (
-    "it tests EncryptedSession's native pop for SQLiteSession (the row authenticated"
-    " inside SQLite's transaction); on any other Session it pops through the protocol"
-)
-_SQLITE_ROWS = "it reads or writes the SQLite table behind the session with sqlite3"
-NOT_APPLICABLE: dict[str, str] = {
-    # tests/memory/test_session.py
-    "test_await_mutation_cancellation_hides_later_failure_without_loop_error": (
-        "it tests agents.memory.sqlite_session._await_mutation, an SQLite helper"
-    ),
-    "test_sqlite_session_close_closes_worker_thread_connections": _SQLITE,
-    "test_sqlite_session_reaps_connections_from_exited_worker_threads": _SQLITE,
-    "test_sqlite_session_closes_retired_connections_before_the_next_allocation": _SQLITE,
-    "test_sqlite_session_keeps_connections_of_live_worker_threads": _SQLITE,
-    "test_sqlite_session_closed_rejects_empty_add_items": (
-        "it tests SQLiteSession.close(); a StateroomSession holds no connection to close"
-    ),
-    "test_sqlite_session_pop_item_skips_corrupt_most_recent": _CORRUPT,
-    "test_sqlite_session_pop_item_returns_none_after_dropping_only_corrupt_rows": _CORRUPT,
-    "test_sqlite_session_get_items_limit_skips_corrupt_newest_rows": _CORRUPT,
-    "test_sqlite_session_get_items_session_settings_limit_skips_corrupt_rows": _CORRUPT,
-    "test_sqlite_session_file_lock_is_shared_across_instances": _SQLITE,
-    "test_sqlite_session_failed_add_items_releases_write_lock": _SQLITE,
-    "test_sqlite_session_failed_clear_session_rolls_back": _SQLITE,
-    "test_sqlite_session_failed_pop_item_releases_write_lock": _SQLITE,
-    "test_sqlite_session_rollback_failure_evicts_connection": _SQLITE,
-    "test_sqlite_session_close_retries_quarantined_connection": _SQLITE,
-    "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome": _SQLITE,
-    # tests/extensions/memory/test_sqlalchemy_session.py
-    "test_sqlalchemy_session_defaults_to_escaped_non_ascii_storage": _ALCHEMY,
-    "test_sqlalchemy_session_can_store_non_ascii_without_escaping": _ALCHEMY,
-    "test_sqlite_fallback_reserves_writer_before_tail_claim": _ALCHEMY,
-    "test_pop_item_supports_unknown_delete_rowcount": _ALCHEMY,
-    "test_pop_item_retries_returning_claim_lost_to_concurrent_delete": _ALCHEMY,
-    "test_mutation_cancellation_waits_for_transaction_exit": _ALCHEMY,
-    "test_pop_item_skips_corrupt_most_recent": _CORRUPT,
-    "test_get_items_limit_skips_corrupt_newest_rows": _CORRUPT,
-    "test_get_items_limit_returns_fewer_when_history_exhausted": _CORRUPT,
-    "test_pop_item_returns_none_after_dropping_only_corrupt_rows": _CORRUPT,
-    "test_add_items_concurrent_first_access_with_create_tables": _ALCHEMY,
-    "test_add_items_concurrent_first_write_after_tables_exist": _ALCHEMY,
-    "test_add_items_waits_for_transient_sqlite_write_lock": _ALCHEMY,
-    "test_add_items_concurrent_first_access_across_sessions_with_shared_engine": _ALCHEMY,
-    "test_add_items_concurrent_first_access_across_from_url_sessions": _ALCHEMY,
-    "test_add_items_concurrent_first_access_across_from_url_sessions_cross_loop": _ALCHEMY,
-    "test_add_items_concurrent_first_access_with_shared_session_cross_loop": _ALCHEMY,
-    "test_add_items_cancelled_waiter_does_not_strand_table_init_lock": _ALCHEMY,
-    "test_create_tables_false_does_not_allocate_shared_init_lock": _ALCHEMY,
-    "test_get_items_same_timestamp_consistent_order": (
-        "it writes rows with equal timestamps into the SQL table; Stateroom orders items"
-        " by their gap-free seq, never by time"
-    ),
-    "test_pop_item_same_timestamp_returns_latest": (
-        "it writes rows with equal timestamps into the SQL table; Stateroom orders items"
-        " by their gap-free seq, never by time"
-    ),
-    "test_get_items_orders_by_id_for_ties": (
-        "it writes rows with equal timestamps into the SQL table; Stateroom orders items"
-        " by their gap-free seq, never by time"
-    ),
-    "test_engine_property_from_url": _ALCHEMY,
-    "test_engine_property_from_external_engine": _ALCHEMY,
-    "test_engine_property_is_read_only": _ALCHEMY,
-    "test_sqlite_configuration_registry_releases_collected_engines": _ALCHEMY,
-    "test_sqlite_configuration_registry_does_not_grow_unbounded": _ALCHEMY,
-    # tests/extensions/memory/test_encrypt_session.py
-    "test_encrypted_session_scan_budget_rejects_negative_limit_before_read": (
-        "it pins SQLiteSession's historical reading of a negative limit as no limit (SQL's"
-        " LIMIT -1); other sessions read no items then (RedisSession's test next to it"
-        " expects [], and so does StateroomSession)"
-    ),
-    "test_encrypted_pop_wrong_key_preserves_recoverable_history": _ENCRYPTED_POP,
-    "test_encrypted_pop_rechecks_authentication_after_expired_tail": _ENCRYPTED_POP,
-    "test_encrypted_pop_cancellation_waits_for_authentication_rollback": _ENCRYPTED_POP,
-    "test_encrypted_pop_authentication_is_atomic_with_concurrent_mutations": _SQLITE_ROWS,
-    "test_encrypted_pop_wrong_key_preserves_row_identity": _SQLITE_ROWS,
-    "test_encrypted_compaction_skips_unencrypted_stored_history": _NATIVE_COMPACTION,
-    # tests/memory/test_compaction_model_visibility.py
-    "test_automatic_compaction_does_not_reload_unbounded_hidden_history": _COMPACTION_HOOKS,
-    "test_backend_read_limit_cannot_hide_retained_history_from_compaction": _NATIVE_COMPACTION,
-    "test_expired_read_overhead_does_not_authorize_hidden_history": _NATIVE_COMPACTION,
-    # tests/memory/test_compaction_suffix.py
-    "test_expired_prefix_does_not_block_full_live_window": _NATIVE_COMPACTION,
-    "test_suffix_transaction_rolls_back_failed_insert": _COMPACTION_HOOKS,
-    "test_new_backend_write_invalidates_snapshot": _NATIVE_COMPACTION,
-    "test_cancelled_suffix_transaction_settles_before_newer_append": _COMPACTION_HOOKS,
-    "test_failed_encrypted_suffix_transaction_preserves_original_tokens": _COMPACTION_HOOKS,
-    "test_repeated_ttl_bursts_do_not_accumulate_expired_rows": _NATIVE_COMPACTION,
-    "test_prefix_cleanup_stops_before_retained_history": _NATIVE_COMPACTION,
-    "test_partial_compaction_does_not_split_tool_call_and_output": _NATIVE_COMPACTION,
-    "test_unverifiable_rows_inside_snapshot_are_retained": _NATIVE_COMPACTION,
-    "test_partial_compaction_preserves_reasoning_and_its_follower": _NATIVE_COMPACTION,
-    # tests/memory/test_openai_responses_compaction_session.py (the "native" parameter:
-    # the other one runs the same test on a plain Session and is collected)
-    "test_automatic_compaction_rollback_budget[True]": _NATIVE_COMPACTION,
-    "test_settled_pop_failure_invalidates_response_chain": _COMPACTION_HOOKS,
-    "test_settled_clear_failure_invalidates_response_chain": _COMPACTION_HOOKS,
-    # tests/memory/test_sqlalchemy_compaction.py
-    "test_cancelled_replacement_settles_before_other_instance_append": _COMPACTION_HOOKS,
-    "test_failed_replacement_preserves_history_during_other_instance_access": _COMPACTION_HOOKS,
-    "test_compaction_with_engine_managed_sqlite_begin": _COMPACTION_HOOKS,
-    "test_encrypted_prefix_cleanup_is_atomic": _COMPACTION_HOOKS,
-    "test_parent_constraint_rejection_propagates": _COMPACTION_HOOKS,
-    "test_replacement_uses_timestamp_order_not_id_order": _COMPACTION_HOOKS,
-    "test_encrypted_unknown_row_is_retained": _NATIVE_COMPACTION,
-    "test_limited_sqlalchemy_compacts_visible_suffix": _NATIVE_COMPACTION,
-    "test_other_instance_mutation_invalidates_suffix": _NATIVE_COMPACTION,
-    # tests/test_run_impl_resume_paths.py
-    "test_handoff_resume_after_cancelled_compaction_commits": _COMPACTION_HOOKS,
-}
+# What is swapped and what does not apply: the manifest, data rather than code.
+MANIFEST = tomllib.loads((HERE / "conformance.toml").read_text())
 
+
+def _not_applicable(groups: list[dict[str, Any]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for group in groups:
+        for name in group["tests"]:
+            if name in found:
+                raise ValueError(f"conformance.toml: {name} is not applicable twice")
+            found[name] = group["reason"]
+    return found
+
+
+# Test name (or name[parameters]) -> why it does not apply; deselected.
+NOT_APPLICABLE: dict[str, str] = _not_applicable(MANIFEST["not_applicable"])
+# Parameters of a collected test that build another session class: not applicable.
+NOT_APPLICABLE_PARAMS: dict[str, str] = dict(MANIFEST["not_applicable_params"])
+# The SDK's session classes that a stand-in replaces (SWAPPED, below, maps each to it).
+SESSION_CLASSES = tuple(MANIFEST["swapped"])
 
 # The test files of the chosen tree (its TESTS file; the other files are helpers, none
 # of whose tests is collected). The SDK's session test files are collected whole; of
@@ -199,18 +103,12 @@ SESSION_FILES = frozenset(
         "extensions/memory/test_sqlalchemy_session.py",
     }
 )
-SESSION_CLASSES = ("SQLiteSession", "SQLAlchemySession")
-# A call of a session class, or the choice of one (``factory = A if x else SQLiteSession``).
+# A call of a session class, or the choice of one (``factory = A if x else B``).
 BUILDS_A_SESSION = re.compile(
-    r"(?<![\w.])(SQLiteSession|SQLAlchemySession)(\(|\.from_url\(|\s+if\b|[ \t]*$)", re.M
+    rf"(?<![\w.])({'|'.join(map(re.escape, SESSION_CLASSES))})"
+    r"(\(|\.from_url\(|\s+if\b|[ \t]*$)",
+    re.M,
 )
-# Parameters of a collected test that build another session class: not applicable.
-NOT_APPLICABLE_PARAMS: dict[str, str] = {
-    "async-sqlite": (
-        "this parameter builds an AsyncSQLiteSession, another session class (its other"
-        " parameter builds the SQLiteSession, which runs here on Stateroom)"
-    ),
-}
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -331,8 +229,12 @@ def _target() -> Target:
     return _TARGET[-1]
 
 
-class PortedSQLiteSession(StateroomSession):
-    """`SQLiteSession(session_id, db_path=":memory:", ..., session_settings=None)`, in Stateroom."""
+class PortedFileSession(StateroomSession):
+    """An SDK session on a database file, in Stateroom.
+
+    Built as the SDK builds it, ``Cls(session_id, db_path=":memory:", ...,
+    session_settings=None)``; the path (or a new in-memory store) is the store.
+    """
 
     def __init__(
         self,
@@ -342,7 +244,7 @@ class PortedSQLiteSession(StateroomSession):
         session_settings: SessionSettings | dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        settings = coerce_settings(session_settings)  # refused first, as SQLiteSession does
+        settings = coerce_settings(session_settings)  # refused first, as the SDK's session does
         store = str(db_path) if str(db_path) != ":memory:" else f"memory-{uuid.uuid4()}"
         target = _target()
         stateroom_id = target.session_for(store, session_id)
@@ -352,8 +254,12 @@ class PortedSQLiteSession(StateroomSession):
         """Nothing to release: the session holds no connection of its own."""
 
 
-class PortedSQLAlchemySession(StateroomSession):
-    """`SQLAlchemySession(session_id, engine=...)` and `.from_url(session_id, url=...)`."""
+class PortedEngineSession(StateroomSession):
+    """An SDK session on an SQLAlchemy engine, in Stateroom.
+
+    Built as ``Cls(session_id, engine=...)`` (the engine's identity is the store) or
+    ``Cls.from_url(session_id, url=...)`` (the URL is, or a new in-memory store).
+    """
 
     def __init__(
         self,
@@ -379,12 +285,12 @@ class PortedSQLAlchemySession(StateroomSession):
         engine_kwargs: dict[str, Any] | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         **kwargs: Any,
-    ) -> PortedSQLAlchemySession:
+    ) -> PortedEngineSession:
         store = url if ":memory:" not in url else f"memory-{uuid.uuid4()}"
         return cls(session_id, session_settings=session_settings, _store=store)
 
     async def close(self) -> None:
-        """Nothing to release (SQLAlchemySession disposes of its engine here)."""
+        """Nothing to release (the SDK's session disposes of its engine here)."""
 
     @property
     def engine(self) -> _NoEngine:
@@ -395,6 +301,20 @@ class PortedSQLAlchemySession(StateroomSession):
 class _NoEngine:
     async def dispose(self) -> None:
         """A StateroomSession has no engine to dispose of."""
+
+
+_STAND_INS = {cls.__name__: cls for cls in (PortedFileSession, PortedEngineSession)}
+# SDK session class name -> the stand-in built in its place (the manifest's `swapped`).
+SWAPPED: dict[str, type[StateroomSession]] = {
+    name: _STAND_INS[spec["stand_in"]] for name, spec in MANIFEST["swapped"].items()
+}
+# The SDK modules whose session class is replaced too, for a test that imports the
+# class in its body: (module, class name).
+SWAPPED_IN_SDK = [
+    (importlib.import_module(spec["module"]), name)
+    for name, spec in MANIFEST["swapped"].items()
+    if "module" in spec
+]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -438,10 +358,7 @@ def stateroom_sessions(request: pytest.FixtureRequest, server, monkeypatch):
     client = AsyncStateroomClient(server.url, server.token)
     _TARGET.append(Target(server.url, server.token, client))
     module = request.module
-    for name, stand_in in (
-        ("SQLiteSession", PortedSQLiteSession),
-        ("SQLAlchemySession", PortedSQLAlchemySession),
-    ):
+    for name, stand_in in SWAPPED.items():
         real = getattr(module, name, None)
         if real is None:
             continue
@@ -454,8 +371,9 @@ def stateroom_sessions(request: pytest.FixtureRequest, server, monkeypatch):
                 and real in value.__bases__
             ):
                 monkeypatch.setattr(module, attr, rebased(value, real, stand_in))
-    # A test that imports SQLAlchemySession in its body gets the stand-in too.
-    monkeypatch.setattr(sqlalchemy_session, "SQLAlchemySession", PortedSQLAlchemySession)
+    # A test that imports a session class in its body gets the stand-in too.
+    for sdk_module, name in SWAPPED_IN_SDK:
+        monkeypatch.setattr(sdk_module, name, SWAPPED[name])
     yield
     _TARGET.pop()
     asyncio.run(client.close())  # loops the test used have shut down (their clients closed)
