@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             connections.close_all()
             ensure_database(database, recreate=True)
             call_command("migrate", verbosity=0, interactive=False)
-        info = generate.generate(url, scale, log)
+        info = generate.generate(url, scale, log, owner_url=database.owner_url)
         info["rows"] = generate.row_counts(url)
         # The app role may not create tables (it owns none): the owner records the data set.
         runner.write_marker(database.owner_url, scale, info)
