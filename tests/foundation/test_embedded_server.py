@@ -65,9 +65,12 @@ def test_without_database_url_the_app_gets_the_embedded_server_on_a_socket_only(
     assert (app["NAME"], app["USER"], app["HOST"]) == (DATABASE_NAME, APP_ROLE, str(socket_dir))
     assert owner is not None and owner["USER"] != APP_ROLE
     with psycopg.connect(socket_url(APP_ROLE, socket_dir, DATABASE_NAME)) as conn:
-        listen, data_directory_is_ours = conn.execute(
-            "SELECT current_setting('listen_addresses'), %s = ANY(ARRAY[%s, %s])",
-            [str(socket_dir), str(pgdata), str(pgdata.resolve())],
+        listen, backend = conn.execute(
+            "SELECT current_setting('listen_addresses'), pg_backend_pid()"
         ).fetchone()
+        # The backend serving us is a child of the postmaster that runs on the given
+        # data directory (its postmaster.pid), not of another cluster's.
+        status = Path(f"/proc/{backend}/status").read_text()
     assert listen == ""  # a Unix socket only: it cannot meet the machine's cluster on :5432
-    assert data_directory_is_ours  # the socket lives in the data directory given
+    parent = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:"))
+    assert parent == _postmaster_pid(pgdata)
