@@ -29,7 +29,8 @@ $(DEMO_STAMP): pyproject.toml stateroom_client/pyproject.toml | $(BIN)/python
 	touch $@
 
 # The dev install also fetches the SDK's own session tests (the adapter's conformance
-# suite, docs/sdk-conformance.md) from the SDK's sdists: not committed; a failed fetch fails here.
+# suite, docs/sdk-conformance.md) from the SDK's sdists into the venv
+# (.venv/stateroom-sdk-tests/), not the checkout; a failed fetch fails here.
 $(STAMP): pyproject.toml stateroom_client/pyproject.toml scripts/fetch_sdk_tests.py | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ./stateroom_client -e ".[dev]"
 	$(BIN)/python scripts/fetch_sdk_tests.py

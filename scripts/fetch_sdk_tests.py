@@ -5,11 +5,13 @@
 
 For each release, downloads the sdist of openai-agents==VERSION from the package
 index and unpacks its session tests (and the helpers they import) with its
-LICENSE into tests/agents/sdk/v<VERSION>/ (git-ignored: the SDK's tests are not
-committed), keeping the SDK's layout. The only change made to a file is its
-absolute imports of the SDK's `tests` package (``from tests.x import y`` ->
-``from tests.agents.sdk.v0_24_0.x import y``), plus empty ``__init__.py`` files
-so the tree imports as a package. The test bodies are the SDK's, assertion for
+LICENSE into the installing environment, not the checkout:
+<sys.prefix>/stateroom-sdk-tests/agents_sdk_tests_v<VERSION>/ (for `make install`,
+.venv/stateroom-sdk-tests/agents_sdk_tests_v0_24_0/), keeping the SDK's layout. The
+SDK's tests are not committed, nor written into the project's tree. The only change
+made to a file is its absolute imports of the SDK's `tests` package
+(``from tests.x import y`` -> ``from agents_sdk_tests_v0_24_0.x import y``), plus
+empty ``__init__.py`` files so the tree imports as a package. The test bodies are the SDK's, assertion for
 assertion; tests/agents/sdk/conftest.py makes them build a StateroomSession
 against the live server instead of the SDK's own sessions
 (tests/agents/sdk/conformance.toml names them; docs/sdk-conformance.md).
@@ -34,8 +36,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TARGET = ROOT / "tests" / "agents" / "sdk"
+# Where the trees go: the environment that runs the tests (each venv of
+# scripts/test_sdk_range.sh has its own); tests/agents/sdk/conftest.py reads the same.
+TARGET = Path(sys.prefix) / "stateroom-sdk-tests"
+# Where an earlier version of this script put them, inside the checkout: removed.
+OLD_TARGET = Path(__file__).resolve().parent.parent / "tests" / "agents" / "sdk"
 
 # The SDK releases whose tests are the conformance suite: the lowest and the newest
 # end of stateroom_client's openai-agents range (scripts/test_sdk_range.sh). The
@@ -112,7 +117,7 @@ def imported_helpers(source: Path, relative: str) -> list[str]:
 
 
 def package_name(version: str) -> str:
-    return "v" + version.replace(".", "_")
+    return "agents_sdk_tests_v" + version.replace(".", "_")
 
 
 def recipe() -> str:
@@ -166,6 +171,7 @@ def fetch(version: str) -> Path:
     # dot folder), then renamed into place: a tree is there whole or not at all.
     partial = TARGET / f".{name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
+    TARGET.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         sdist = download(version, Path(tmp))
         digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
@@ -188,7 +194,7 @@ def fetch(version: str) -> Path:
             text = (source / relative).read_text()
             text = re.sub(
                 r"^(\s*)(from|import) tests\.",
-                rf"\1\2 tests.agents.sdk.{name}.",
+                rf"\1\2 {name}.",
                 text,
                 flags=re.M,
             )
@@ -209,6 +215,8 @@ def fetch(version: str) -> Path:
 
 
 def main(versions: list[str]) -> int:
+    for old in [*OLD_TARGET.glob("v*_*_*"), *OLD_TARGET.glob(".v*_*_*.partial")]:
+        shutil.rmtree(old)
     for version in versions or RELEASES:
         name = package_name(version)
         try:
@@ -217,12 +225,12 @@ def main(versions: list[str]) -> int:
         except (FetchError, OSError, tarfile.TarError) as error:
             print(
                 f"fetch-sdk-tests: cannot fetch the tests of openai-agents {version}"
-                f" (the SDK conformance suite, tests/agents/sdk/{name}/): {error}",
+                f" (the SDK conformance suite, {TARGET / name}/): {error}",
                 file=sys.stderr,
             )
             return 1
         state = "already fetched" if already else "fetched"
-        print(f"fetch-sdk-tests: {dest.relative_to(ROOT)} ({state})")
+        print(f"fetch-sdk-tests: {dest} ({state})")
     return 0
 
 

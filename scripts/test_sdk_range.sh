@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run the Agents SDK adapter's tests (tests/agents, with the SDK's own session
-# tests in tests/agents/sdk) against the lowest and the newest openai-agents
-# release that stateroom_client/pyproject.toml declares (its `agents` extra),
-# each in a venv of its own under .venv-sdk/.
+# tests, which tests/agents/sdk collects) against the lowest and the newest
+# openai-agents release that stateroom_client/pyproject.toml declares (its
+# `agents` extra), each in a venv of its own under .venv-sdk/ (the SDK's tests
+# are fetched into that venv).
 #
 #   scripts/test_sdk_range.sh            # both ends of the range
 #   PYTEST_ARGS="-k gate" scripts/test_sdk_range.sh

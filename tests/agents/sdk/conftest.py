@@ -1,13 +1,18 @@
 """The OpenAI Agents SDK's own session tests, run against `StateroomSession` on the live server.
 
-The tests in v<version>/ are the SDK's, fetched from its source distribution with
-its LICENSE by scripts/fetch_sdk_tests.py (`make install` runs it; the trees are
-not committed). Where they build one of the SDK's own sessions, the session
-classes that conformance.toml (this folder's manifest) names under `swapped`,
-they build a stand-in here instead: a `StateroomSession` on a Stateroom session of
-the live server, one per (store, session_id) the test names: the same path (or
-engine, or URL) and id give the same history, an in-memory store is new each
-time, as with the SDK's sessions.
+The SDK's tests are not in this checkout: scripts/fetch_sdk_tests.py (`make install`
+runs it) fetches them from the SDK's source distribution, with its LICENSE, into
+the environment that runs the tests, <sys.prefix>/stateroom-sdk-tests/ (for
+`make install`, .venv/stateroom-sdk-tests/agents_sdk_tests_v<release>/). This
+folder's manifest, conformance.toml, is where pytest collects them: its test ids
+read ``tests/agents/sdk/conformance.toml::memory/test_session.py::test_...``, and
+this conftest's fixtures and the fixtures above it apply to them.
+
+Where they build one of the SDK's own sessions, the session classes that the
+manifest names under `swapped`, they build a stand-in here instead: a
+`StateroomSession` on a Stateroom session of the live server, one per (store,
+session_id) the test names: the same path (or engine, or URL) and id give the same
+history, an in-memory store is new each time, as with the SDK's sessions.
 
 Only the tree of the newest fetched release not newer than the installed SDK is
 collected (each release's tests use that release's helpers). Tests of the SDK
@@ -24,6 +29,7 @@ import importlib
 import inspect
 import itertools
 import re
+import sys
 import tomllib
 import types
 import uuid
@@ -41,6 +47,9 @@ from stateroom_client.agents import StateroomSession
 from stateroom_client.agents.session import coerce_settings
 
 HERE = Path(__file__).parent
+MANIFEST_PATH = HERE / "conformance.toml"
+# Where scripts/fetch_sdk_tests.py puts the trees (its TARGET), one per release.
+FETCHED_ROOT = Path(sys.prefix) / "stateroom-sdk-tests"
 USER = "sdk-tests"
 PUBLIC_ID = re.compile(r"^[A-Za-z0-9._:-]{1,120}$")  # stateroom/ids.py
 
@@ -53,23 +62,22 @@ def _fetched(tree: Path) -> tuple[int, ...]:
     """The release of a fetched tree (scripts/fetch_sdk_tests.py writes its VERSION last)."""
     if not (tree / "VERSION").is_file():
         raise RuntimeError(
-            f"{tree.relative_to(HERE.parents[2])} is not a whole fetched tree (no VERSION):"
+            f"{tree} is not a whole fetched tree (no VERSION):"
             " run `python scripts/fetch_sdk_tests.py` (`make install` does)"
         )
     return _release((tree / "VERSION").read_text().strip())
 
 
 INSTALLED = _release(version("openai-agents"))
-FETCHED = {_fetched(d): d.name for d in HERE.glob("v*_*_*")}
+FETCHED = {_fetched(d): d for d in FETCHED_ROOT.glob("agents_sdk_tests_v*_*_*")}
 USABLE = [release for release in FETCHED if release <= INSTALLED]
-# The newest fetched release not newer than the installed SDK; none when the SDK
-# is older than every fetched release, or none is fetched (then nothing is
-# collected and test_selection.py fails).
-CHOSEN = FETCHED[max(USABLE)] if USABLE else None
-collect_ignore = [name for name in FETCHED.values() if name != CHOSEN]
+# The tree of the newest fetched release not newer than the installed SDK; none
+# when the SDK is older than every fetched release, or none is fetched (then
+# nothing is collected and test_selection.py fails).
+CHOSEN: Path | None = FETCHED[max(USABLE)] if USABLE else None
 
 # What is swapped and what does not apply: the manifest, data rather than code.
-MANIFEST = tomllib.loads((HERE / "conformance.toml").read_text())
+MANIFEST = tomllib.loads(MANIFEST_PATH.read_text())
 
 
 def _not_applicable(groups: list[dict[str, Any]]) -> dict[str, str]:
@@ -93,9 +101,7 @@ SESSION_CLASSES = tuple(MANIFEST["swapped"])
 # of whose tests is collected). The SDK's session test files are collected whole; of
 # the others, only the tests that build a session (in their body, a fixture they use or
 # a function of their module they call) are conformance tests of a session.
-TESTS = (
-    frozenset((HERE / CHOSEN / "TESTS").read_text().split()) if CHOSEN is not None else frozenset()
-)
+TESTS = sorted((CHOSEN / "TESTS").read_text().split()) if CHOSEN is not None else []
 SESSION_FILES = frozenset(
     {
         "memory/test_session.py",
@@ -111,13 +117,24 @@ BUILDS_A_SESSION = re.compile(
 )
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if CHOSEN is None or collection_path.suffix != ".py":
-        return None
-    tree = HERE / CHOSEN
-    if tree not in collection_path.parents:
-        return None
-    return collection_path.relative_to(tree).as_posix() not in TESTS
+class ConformanceSuite(pytest.File):
+    """The manifest, collected as the chosen tree's test files (each a module of its own)."""
+
+    def collect(self):
+        if CHOSEN is None:
+            return
+        for relative in TESTS:
+            # Named by its path in the tree, so `conformance.toml::memory/test_session.py`
+            # selects one file; a child of this node, so the fixtures here apply.
+            yield pytest.Module.from_parent(
+                self, path=CHOSEN / relative, name=relative, nodeid=f"{self.nodeid}::{relative}"
+            )
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path == MANIFEST_PATH:
+        return ConformanceSuite.from_parent(parent, path=file_path)
+    return None
 
 
 def _source(obj: Any) -> str:
@@ -158,7 +175,7 @@ def builds_a_session(item: pytest.Item) -> bool:
     fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     for name in getattr(item, "fixturenames", ()):
         for fixturedef in fixtures.get(name, ()):
-            if HERE in Path(inspect.getfile(fixturedef.func)).parents:
+            if CHOSEN in Path(inspect.getfile(fixturedef.func)).parents:
                 texts.append(_source(fixturedef.func))
     builders = _builders(item.module)
     return any(
@@ -173,7 +190,7 @@ def collected(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and any(p in callspec.id for p in NOT_APPLICABLE_PARAMS):
         return False
-    relative = Path(str(item.path)).relative_to(HERE / str(CHOSEN)).as_posix()
+    relative = Path(str(item.path)).relative_to(CHOSEN).as_posix()
     return relative in SESSION_FILES or builds_a_session(item)
 
 
@@ -185,8 +202,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    tree = HERE / str(CHOSEN)
-    mine = [i for i in items if tree in Path(str(i.path)).parents]
+    if CHOSEN is None:
+        return
+    mine = [i for i in items if CHOSEN in Path(str(i.path)).parents]
     dropped = [i for i in mine if not collected(i)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
