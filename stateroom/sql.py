@@ -34,29 +34,26 @@ beneath the ORM (the tenant transaction's `app.tenant_id`).
 request's, a job's `in_tenant(tenant)`) a hot statement is one more
 statement of that transaction. Outside any transaction (`in_tenant(tenant,
 atomic=False)`: the runtime API's hot endpoints, workers that opt in) a hot
-statement (`hot_cursor(alone=True)`) travels as ONE simple-protocol
-message:
+statement (`hot_cursor(alone=True)`) is pipelined with the tenant setting
+(psycopg 3's pipeline mode on the autocommit connection), one Sync for both:
 
-    [PREPARE sr_7(int8, unknown, …) AS <statement>;]   -- first use on this connection
-    SELECT set_config('app.tenant_id', '42', true);
-    EXECUTE sr_7(42, 'ses-…', …)
+    SELECT set_config('app.tenant_id', $1, true)   -- the scope's tenant
+    <the statement>                                 -- bound on the server
+    Sync
 
-PostgreSQL runs the statements of one simple-query message in one implicit
-transaction: the tenant setting is transaction-local (`true`), so the policy
-sees this operation's tenant and no other, the statement commits with it, and
-nothing outlives the message — also behind a pooler in transaction mode,
-which hands the whole message to one server connection (set
-`DB_PREPARE_THRESHOLD=0` there: the statement is then sent itself, without
-PREPARE, as such poolers cannot keep SQL-level prepared statements). The
-values are rendered as typed literals by psycopg (`ClientCursor`'s quoting);
-the statement is prepared with the parameter types psycopg's server-side
-binding would send, so it means exactly what `hot_cursor()` inside a
-transaction means.
+PostgreSQL runs everything before a Sync in one implicit transaction: the
+tenant setting is transaction-local (`true`), so the policy sees this
+operation's tenant and no other, the statement commits with it, and nothing
+outlives the round trip — also behind a pooler in transaction mode, which
+keeps one server connection until the transaction ends. Both statements are
+bound on the server and prepared by psycopg after `DB_PREPARE_THRESHOLD` runs,
+exactly as `hot_cursor()` inside a transaction binds them (set
+`DB_PREPARE_THRESHOLD=0` behind a pooler that cannot keep prepared
+statements).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -118,7 +115,11 @@ def hot_cursor(
         if tenant is not None:
             if not connection.in_atomic_block:
                 _ready(connection)
-                yield _TenantMessage(connection, tenant)
+                message = _TenantMessage(connection, tenant)
+                try:
+                    yield message
+                finally:
+                    message.close()
                 return
             with tenant_block(tenant, using), hot_cursor(using, tenant_owned=tenant_owned) as cur:
                 yield cur
@@ -207,69 +208,55 @@ def tenant_block(tenant_id: int, using: str = DEFAULT_DB_ALIAS) -> Iterator[None
                 )
 
 
-_PLACEHOLDER = re.compile(r"%%|%s")
+_SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
 
 
 class _TenantMessage:
-    """A cursor for one tenant statement outside a transaction: one message, one round trip.
+    """A cursor for one tenant statement outside a transaction: one round trip.
 
-    `execute(sql, params)` sends `[PREPARE …;] SELECT set_config(…); EXECUTE …`
-    (module docstring) and leaves the statement's own result to fetch.
+    `execute(sql, params)` pipelines the tenant setting and the statement
+    (psycopg 3's pipeline mode, module docstring) and leaves the statement's
+    own result to fetch.
     """
 
     def __init__(self, connection: Any, tenant_id: int) -> None:
         self.db = connection
-        self.tenant_id = int(tenant_id)
+        self.tenant_id = str(int(tenant_id))
         self.cursor: Any = None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         from psycopg import errors
 
-        state = _message_state(self.db)
         try:
-            self._send(state, sql, params)
+            self._send(sql, params)
         except DatabaseError as exc:
-            # The server lost the statement (DISCARD, a pooler) or its plan went
-            # stale (a migration changed a table): prepare it again, once.
+            # The server lost the connection's prepared statements (a pooler's reset)
+            # or a plan went stale (a migration changed a table). Outside any
+            # transaction nothing is lost with the connection: a new one prepares
+            # them again. Once.
             lost = (errors.InvalidSqlStatementName, errors.FeatureNotSupported)
-            if not state.prepare or not isinstance(exc.__cause__, lost):
+            if not isinstance(exc.__cause__, lost):
                 raise
-            state.prepared.clear()
-            self._send(state, sql, params)
+            self.db.close()
+            _ready(self.db)
+            self._send(sql, params)
 
-    def _send(self, state: _MessageState, sql: str, params: Sequence[Any]) -> None:
-        setting = f"SELECT set_config('{TENANT_SETTING}', '{self.tenant_id}', true)"
-        literals, types = state.literals(params)
-        if state.prepare:
-            key = (sql, types)
-            name = state.prepared.get(key)
-            head = ""
-            if name is None:
-                state.count += 1
-                name = f"sr_hot_{state.count}"
-                declared = ", ".join(_type_name(oid) for oid in types)
-                head = f"PREPARE {name}({declared}) AS {_numbered(sql)}; "
-            message = f"{head}{setting}; EXECUTE {name}({', '.join(literals)})"
-        else:
-            key = None
-            name = ""
-            message = f"{setting}; {_inlined(sql, literals)}"
-        cursor = state.cursor
+    def _send(self, sql: str, params: Sequence[Any]) -> None:
+        setting, cursor = _raw_cursor(self.db), _raw_cursor(self.db)
         if self.db.queries_logged:
-            wrapper = CursorDebugWrapper(cursor, self.db)
-            with wrapper.debug_sql(message):
-                self._run(cursor, message)
+            logged = f"{_SET_TENANT % repr(self.tenant_id)}; {self.db.ops.compose_sql(sql, params)}"
+            with CursorDebugWrapper(cursor, self.db).debug_sql(logged):
+                self._run(setting, cursor, sql, params)
         else:
-            self._run(cursor, message)
-        if key is not None:
-            state.prepared[key] = name
+            self._run(setting, cursor, sql, params)
+        setting.close()
         self.cursor = cursor
 
-    def _run(self, cursor: Any, message: str) -> None:
-        with self.db.wrap_database_errors:
-            cursor.execute(message, prepare=False)
-            while cursor.nextset():
-                pass
+    def _run(self, setting: Any, cursor: Any, sql: str, params: Sequence[Any]) -> None:
+        # One Sync for both: PostgreSQL runs them in one implicit transaction.
+        with self.db.wrap_database_errors, self.db.connection.pipeline():
+            setting.execute(_SET_TENANT, [self.tenant_id])
+            cursor.execute(sql, params)
 
     def fetchone(self) -> Any:
         return self.cursor.fetchone()
@@ -281,72 +268,9 @@ class _TenantMessage:
     def rowcount(self) -> int:
         return self.cursor.rowcount
 
-
-class _MessageState:
-    """Per connection: the ClientCursor, the statements prepared on it, the literal renderer."""
-
-    def __init__(self, connection: Any) -> None:
-        from psycopg import ClientCursor
-        from psycopg.adapt import Transformer
-        from psycopg.types.datetime import TimestamptzLoader
-
-        self.raw = connection.connection
-        self.cursor = ClientCursor(self.raw)
-        self.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
-        self.transformer = Transformer(self.cursor)
-        options = connection.settings_dict.get("OPTIONS", {})
-        self.prepare = options.get("prepare_threshold", 5) is not None
-        self.prepared: dict[tuple[str, tuple[int, ...]], str] = {}
-        self.count = 0
-
-    def literals(self, params: Sequence[Any]) -> tuple[list[str], tuple[int, ...]]:
-        from psycopg.adapt import PyFormat
-
-        tx = self.transformer
-        tx.dump_sequence(params, [PyFormat.AUTO] * len(params))
-        types = tuple(tx.types or ())
-        return [tx.as_literal(value).decode() for value in params], types
-
-
-def _message_state(connection: Any) -> _MessageState:
-    state = getattr(connection, "_stateroom_message_state", None)
-    if state is None or state.raw is not connection.connection or state.cursor.closed:
-        with connection.wrap_database_errors:
-            state = _MessageState(connection)
-        connection._stateroom_message_state = state
-    return state
-
-
-def _numbered(sql: str) -> str:
-    """`%s` placeholders as `$1, $2, …` (and `%%` as `%`), for PREPARE."""
-    count = 0
-
-    def number(match: re.Match[str]) -> str:
-        nonlocal count
-        if match.group() == "%%":
-            return "%"
-        count += 1
-        return f"${count}"
-
-    return _PLACEHOLDER.sub(number, sql)
-
-
-def _inlined(sql: str, literals: list[str]) -> str:
-    values = iter(literals)
-    return _PLACEHOLDER.sub(lambda m: "%" if m.group() == "%%" else next(values), sql)
-
-
-@cache
-def _type_name(oid: int) -> str:
-    """The name to declare a parameter with, as psycopg's server-side binding types it."""
-    from psycopg import postgres
-
-    if oid == 0:
-        return "unknown"
-    info = postgres.types.get(oid)
-    if info is None:  # pragma: no cover - only built-in types are bound on the hot path
-        return "unknown"
-    return f"{info.name}[]" if info.array_oid == oid else info.name
+    def close(self) -> None:
+        if self.cursor is not None:
+            self.cursor.close()
 
 
 def _require_tenant_scope() -> None:

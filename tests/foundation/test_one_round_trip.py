@@ -1,10 +1,11 @@
 """One round trip per hot operation, row-level security included (stateroom.sql).
 
 Outside a transaction (`in_tenant(tenant, atomic=False)`) each hot store
-operation is one message: the scope's tenant setting and the statement, one
-implicit transaction. These tests count the messages with Django's
-CaptureQueriesContext (the message path logs one entry per message) and prove
-that the setting of one operation never serves the next one.
+operation is one round trip: the scope's tenant setting and the statement,
+pipelined with one Sync, one implicit transaction. These tests count the round
+trips with Django's CaptureQueriesContext (the pipelined path logs one entry per
+round trip) and prove that the setting of one operation never serves the next
+one.
 """
 
 from __future__ import annotations
@@ -166,12 +167,20 @@ def test_a_message_sees_and_writes_only_the_scope_tenant_after_another_tenants(
         assert a_runs.get("run-1").turn_index == 5
 
 
+def _prepared_on_the_server() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        return cursor.fetchone()[0]
+
+
 def test_a_statement_the_server_forgot_is_prepared_again(tenant_a, setup):
     sessions = SessionStore(tenant_a, ACTOR)
     with in_tenant(tenant_a, atomic=False):
-        sessions.get_items(session_id="s-1", limit=50)
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")  # what a pooler's reset does
+        for _ in range(6):  # past DB_PREPARE_THRESHOLD (5): prepared on the server
+            sessions.get_items(session_id="s-1", limit=50)
+    assert _prepared_on_the_server() > 0
+    # What a pooler's reset does, behind psycopg's back (it still thinks them prepared).
+    connection.connection.pgconn.exec_(b"DEALLOCATE ALL")
     with in_tenant(tenant_a, atomic=False):
         sessions.append_items(session_id="s-1", items=[msg("again")])
         assert [i.payload["text"] for i in sessions.get_items(session_id="s-1", limit=50)] == [
@@ -179,28 +188,37 @@ def test_a_statement_the_server_forgot_is_prepared_again(tenant_a, setup):
         ]
 
 
-def test_without_prepared_statements_the_statement_itself_is_sent(tenant_a, setup, settings):
-    """DB_PREPARE_THRESHOLD=0 (a pooler in transaction mode): no PREPARE, same answers."""
-    options = connection.settings_dict["OPTIONS"]
-    saved = options.get("prepare_threshold", 5)
-    options["prepare_threshold"] = None
-    connection._stateroom_message_state = None
-    try:
-        sessions = SessionStore(tenant_a, ACTOR)
+def test_without_prepared_statements_none_is_left_on_the_server(tenant_a, setup):
+    """DB_PREPARE_THRESHOLD=0 (a pooler that keeps no prepared statement): same answers,
+    and the server holds no prepared statement of the connection; by default it does."""
+    sessions = SessionStore(tenant_a, ACTOR)
+
+    def appends(prefix: str) -> list:
         with in_tenant(tenant_a, atomic=False):
-            appended, sent = one_message(
-                lambda: sessions.append_items(
-                    session_id="s-1", items=[msg("plain")], idempotency_key="p-1"
+            done = [
+                sessions.append_items(
+                    session_id="s-1", items=[msg(prefix)], idempotency_key=f"{prefix}-{n}"
                 )
-            )
-            assert "PREPARE" not in sent[0] and "EXECUTE" not in sent[0]
+                for n in range(7)
+            ]
             replayed = sessions.append_items(
-                session_id="s-1", items=[msg("plain")], idempotency_key="p-1"
+                session_id="s-1", items=[msg(prefix)], idempotency_key=f"{prefix}-0"
             )
-        assert (replayed.first_seq, replayed.created) == (appended.first_seq, False)
+        assert (replayed.first_seq, replayed.created) == (done[0].first_seq, False)
+        return done
+
+    connection.close()
+    appends("default")
+    assert _prepared_on_the_server() > 0
+    connection.close()
+    connection.ensure_connection()
+    connection.connection.prepare_threshold = None  # what DB_PREPARE_THRESHOLD=0 configures
+    try:
+        done = appends("plain")
+        assert [a.created for a in done] == [True] * 7
+        assert _prepared_on_the_server() == 0
     finally:
-        options["prepare_threshold"] = saved
-        connection._stateroom_message_state = None
+        connection.close()  # the next connection has the configured threshold
 
 
 def test_concurrent_messages_keep_seqs_gap_free_and_one_key_one_append(tenant_a, setup):
