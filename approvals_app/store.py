@@ -297,12 +297,14 @@ class ApprovalStore(BaseStore):
         and the cursor of the next one (None: no more). An approval past its
         `expires_at` is not pending, swept or not.
         """
-        bound = " AND a.id < %s" if cursor is not None else ""
+        bound = " AND id < %s" if cursor is not None else ""
+        # The page first, then its runs: a run is looked up for each row shown, not for
+        # each pending row of the tenant (the cost would grow with the backlog).
         sql = (
-            f"SELECT {_PENDING_COLUMNS} FROM {_APPROVALS} a JOIN {_RUNS} r ON r.id = a.run_id"
-            " WHERE a.tenant_id = %s AND a.status = %s"
-            f" AND (a.expires_at IS NULL OR a.expires_at > %s){bound}"
-            " ORDER BY a.id DESC LIMIT %s"
+            f"SELECT {_PENDING_COLUMNS} FROM (SELECT * FROM {_APPROVALS}"
+            " WHERE tenant_id = %s AND status = %s"
+            f" AND (expires_at IS NULL OR expires_at > %s){bound}"
+            f" ORDER BY id DESC LIMIT %s) a JOIN {_RUNS} r ON r.id = a.run_id ORDER BY a.id DESC"
         )
         params: list[Any] = [self.tenant.pk, ApprovalStatus.PENDING.value, self.now()]
         params += [*([cursor] if cursor is not None else []), limit + 1]

@@ -288,10 +288,10 @@ class RawFloor:
                 " a.reason, a.summary, a.key_arguments, a.usual_arguments, a.allowed_decisions,"
                 " a.call_digest, a.run_version, a.first_approved_by, a.first_approval_reason,"
                 f" a.expires_at, a.created_at, (SELECT p.approval_id FROM {t['approval']} p"
-                f" WHERE p.id = a.replaces_id) FROM {t['approval']} a"
-                f" JOIN {t['run']} r ON r.id = a.run_id WHERE a.tenant_id = %s"
-                " AND a.status = 'pending' AND (a.expires_at IS NULL OR a.expires_at > now())"
-                " ORDER BY a.id DESC LIMIT %s",
+                f" WHERE p.id = a.replaces_id) FROM (SELECT * FROM {t['approval']}"
+                " WHERE tenant_id = %s AND status = 'pending'"
+                " AND (expires_at IS NULL OR expires_at > now()) ORDER BY id DESC LIMIT %s) a"
+                f" JOIN {t['run']} r ON r.id = a.run_id ORDER BY a.id DESC",
                 [self.tenant, limit + 1],
             ).fetchall()
 
