@@ -48,7 +48,7 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # tests/agents (and the SDK's own session tests) on both ends of the client's
-# openai-agents range, each in a venv of its own (.venv-sdk/).
+# openai-agents range, each in a venv of its own (.venv/sdk-range/).
 test-sdk-range:
 	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" scripts/test_sdk_range.sh
 
@@ -68,4 +68,4 @@ stop-db:
 	@if [ -x $(BIN)/python ]; then $(BIN)/python -m stateroom.database stop; fi
 
 clean: stop-db
-	rm -rf $(VENV) .venv-sdk .stateroom staticfiles
+	rm -rf $(VENV) .stateroom staticfiles

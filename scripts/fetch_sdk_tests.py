@@ -7,12 +7,12 @@ For each release, downloads the sdist of openai-agents==VERSION from the package
 index and unpacks its session tests (and the helpers they import) with its
 LICENSE into the installing environment, not the checkout:
 <sys.prefix>/stateroom-sdk-tests/agents_sdk_tests_v<VERSION>/ (for `make install`,
-.venv/stateroom-sdk-tests/agents_sdk_tests_v0_24_0/), keeping the SDK's layout. The
-SDK's tests are not committed, nor written into the project's tree. The only change
-made to a file is its absolute imports of the SDK's `tests` package
+.venv/stateroom-sdk-tests/agents_sdk_tests_v0_24_0/), keeping the SDK's layout.
+The SDK's tests are not committed, nor written into the project's tree. The only
+change made to a file is its absolute imports of the SDK's `tests` package
 (``from tests.x import y`` -> ``from agents_sdk_tests_v0_24_0.x import y``), plus
-empty ``__init__.py`` files so the tree imports as a package. The test bodies are the SDK's, assertion for
-assertion; tests/agents/sdk/conftest.py makes them build a StateroomSession
+empty ``__init__.py`` files so the tree imports as a package. The test bodies are
+the SDK's, assertion for assertion; tests/agents/sdk/conftest.py makes them build a StateroomSession
 against the live server instead of the SDK's own sessions
 (tests/agents/sdk/conformance.toml names them; docs/sdk-conformance.md).
 
