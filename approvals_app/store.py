@@ -16,8 +16,10 @@ An approval shown pending can still happen. Time: an approval whose
 has run (`_read`: every read of this store, its lists and counts, in SQL at
 the store's clock); the sweep (`expire_overdue`), a late decision or
 cancellation, or the run's end only make it durable, audited once. Place: the
-inbox lists no approval whose run's session has ended, and a decision on one is 409 `session_ended`
-(the lifecycle orchestrator cancels them when the session ends). A run whose
+lifecycle cancels a session's pending approvals in the transaction that ends
+it (`lifecycle_app.endings`); should one still be pending (a session row
+changed outside its store), the inbox does not list it and a decision on it
+is 409 `session_ended`. A run whose
 session's content deletion was requested takes no new approval (409
 `content_deleted`). The content of approvals (`CONTENT`: arguments, approved
 arguments, the reasons and response the model hears) is removed through

@@ -1,7 +1,8 @@
-"""A session that ends settles what waits on it: close, expire, the lease sweep, the reconciler.
+"""A session that ends settles what waits on it: close, expire, the lease sweep, a refused write.
 
 The rule for the session's runs (one rule, whoever ends the session: an
-admin, a runtime's close, the lease sweep):
+admin, a runtime's close, the lease sweep, a runtime's write that found the
+lease passed):
 
 - a run waiting on an approval (`waiting_approval`, or any live run with a
   pending approval) is **cancelled**: it waited on a decision that can no
@@ -13,11 +14,12 @@ admin, a runtime's close, the lease sweep):
 - every other run keeps its status; it can no longer attach to or append to
   the session.
 
-A write that finds a session's lease passed expires it inside the session
-store, which knows no approvals; the reconciler (`settle_ended`, run by the
-lease sweep every minute) settles those. Until then, the approvals store
-lists no approval of an ended session in the inbox and refuses a decision
-on one (409 `session_ended`).
+The session store knows no approvals: it sends `session_ended` from inside
+that transaction (`sessions_app.signals`), and `settle_on_end` here settles.
+So no approval reads pending once its session has ended, in the API or the
+console. The reconciler (`settle_ended`, run by the lease sweep every
+minute) settles what ended without the signal: a session whose row was
+changed outside the store.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from django.db import transaction
+from django.dispatch import receiver
 from django.utils import timezone
 
 from actions_app.runs import RunActions
@@ -35,6 +38,7 @@ from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
 from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session
+from sessions_app.signals import session_ended
 from sessions_app.store import SessionStore
 from stateroom.errors import Conflict
 from tenancy_app.models import Tenant
@@ -58,25 +62,17 @@ class SessionEndings:
         self.system = RunActions(tenant, _system(actor), clock=clock)
 
     def close(self, *, session_id: str, reason: str = "") -> Session:
-        """Close the session (audited as the caller) and settle its waiting runs."""
-        with transaction.atomic():
-            session = self.sessions.close(session_id=session_id, reason=reason)
-            self.settle(session)
-        return session
+        """Close the session (audited as the caller); `settle_on_end` settles its waiting runs."""
+        return self.sessions.close(session_id=session_id, reason=reason)
 
     def expire(self, *, session_id: str, reason: str = "") -> Session:
-        """Expire the session now (audited as the caller) and settle its waiting runs."""
-        with transaction.atomic():
-            session = self.sessions.expire(session_id=session_id, reason=reason)
-            self.settle(session)
-        return session
+        """Expire the session now (audited as the caller); its waiting runs are settled."""
+        return self.sessions.expire(session_id=session_id, reason=reason)
 
     def expire_overdue(self, *, limit: int = 500) -> int:
-        """The lease sweep: expire sessions past their lease, settle them, and reconcile."""
+        """The lease sweep: expire sessions past their lease (each settled), and reconcile."""
         with transaction.atomic():
             expired = self.sessions.expire_overdue(limit=limit)
-            for session in expired:
-                self.settle(session)
             self.settle_ended(limit=SETTLE_LIMIT)
         return len(expired)
 
@@ -97,9 +93,9 @@ class SessionEndings:
     def settle_ended(self, *, limit: int = SETTLE_LIMIT) -> int:
         """Reconcile: a pending approval whose run's session has ended is cancelled with its run.
 
-        Covers sessions another path ended (a write that found the lease passed,
-        a store call that bypassed this class). Reads at most `limit` pending
-        approvals, oldest first.
+        Covers sessions whose row was changed outside the session store (which
+        sends `session_ended`). Reads at most `limit` pending approvals, oldest
+        first.
         """
         cancelled = 0
         for approval in self.approvals.pending(limit=limit):
@@ -122,6 +118,12 @@ class SessionEndings:
     def _attached_session(self, run_id: str) -> Session | None:
         """The session a run is (or was last) attached to, for a run not created in one."""
         return self.sessions.session_of_attached_run(run_id)
+
+
+@receiver(session_ended, dispatch_uid="lifecycle_app.endings.settle_on_end")
+def settle_on_end(sender, *, tenant: Tenant, session: Session, actor: Actor, clock, **kwargs):
+    """In the transaction that ends `session`: cancel its runs that wait on an approval."""
+    SessionEndings(tenant, actor, clock=clock).settle(session)
 
 
 def _system(actor: Actor) -> Actor:

@@ -25,6 +25,7 @@ from stateroom.errors import Conflict, NotFound
 from tenancy_app.base_store import BaseStore
 
 from ..models import Session, SessionAttachment, SessionStatus
+from ..signals import session_ended
 
 LIVE_STATUSES = (SessionStatus.ACTIVE, SessionStatus.IDLE)
 
@@ -127,7 +128,8 @@ class SessionStoreBase(BaseStore):
         actor: Actor,
         now: datetime | None = None,
     ) -> None:
-        """closed/expired: close the open attachments, save, audit. Caller holds the row lock."""
+        """closed/expired: close the open attachments, save, audit, and send `session_ended`
+        (the layers above settle what waited on the session). Caller holds the row lock."""
         self._check_transition(session, status)
         now = now or self.now()
         before = {"status": session.status, "lease_until": session.lease_until.isoformat()}
@@ -146,6 +148,9 @@ class SessionStoreBase(BaseStore):
             before={**before, "attached_run_ids": runs},
             after={"status": status},
             reason=reason,
+        )
+        session_ended.send(
+            sender=type(self), tenant=self.tenant, session=session, actor=actor, clock=self.now
         )
 
     def _close_attachments(self, session: Session, now: datetime) -> list[str]:

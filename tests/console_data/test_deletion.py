@@ -61,7 +61,7 @@ def test_preview_lists_exactly_what_goes_and_what_stays(world, tenant_a, admin_a
         "audit_payloads": 1,  # the runtime's reason for asking the approval
     }
     assert preview_rows(body, "keep") == {
-        "audit_events": 3,
+        "audit_events": 5,  # with the waiting run's and its approval's cancellation at close
         "effect_records": 2,
         "approvals": 1,
         "runs": 1,

@@ -1,8 +1,7 @@
 """A session that ends settles what waits on it: its pending approvals are cancelled with their runs.
 
 Closing (API, console, bulk), expiring (console, lease sweep) and a lazily
-expired session (a write that found the lease passed, then the reconciler)
-all follow the one rule of lifecycle_app.endings: a run waiting on an
+expired session (a write that found the lease passed) all follow the one rule of lifecycle_app.endings: a run waiting on an
 approval is cancelled with its approval, audited as the system, and the
 runtime that asked hears of it by webhook. The inbox never lists an approval
 whose session has ended, and such an approval cannot be decided.
@@ -25,6 +24,7 @@ from lifecycle_app.endings import SessionEndings
 from lifecycle_app.tasks import sweep_expired_sessions
 from runs_app.models import Run
 from runs_app.store import RunStateStore
+from sessions_app.models import Session
 from sessions_app.store import SessionStore
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
@@ -165,12 +165,12 @@ def test_the_lease_sweep_settles_what_it_expires(tenant_a, operator_a):
 
 
 @pytest.mark.parametrize("attach_only", [False, True])
-def test_a_lazily_expired_session_is_never_decided_and_the_reconciler_settles_it(
-    tenant_a, operator_a, attach_only
+def test_a_write_that_finds_the_lease_passed_settles_the_session_at_once(
+    tenant_a, operator_a, api_a, attach_only
 ):
-    """A write that finds the lease passed expires the session inside the session store,
-    which knows no approvals: until the sweep's reconciler runs, the approval reads as one
-    that cannot happen."""
+    """The write expires the session inside the session store, which knows no approvals;
+    `session_ended` settles the waiting run in that transaction, so the approval never
+    reads pending after its session ended: not in the API, not in the console."""
     past = timezone.now() - timedelta(hours=2)
     actor = Actor.system("runtime")
     run_id, approval_id = waiting(tenant_a, "s1", actor, clock=lambda: past, attach_only=True)
@@ -182,25 +182,46 @@ def test_a_lazily_expired_session_is_never_decided_and_the_reconciler_settles_it
     with in_tenant(tenant_a), pytest.raises(Conflict) as refused:
         SessionStore(tenant_a, actor).heartbeat(session_id="s1")
     assert refused.value.details["status"] == "expired"
+    assert states(tenant_a, run_id, approval_id) == ("cancelled", "cancelled", "session expired")
+    assert [row[1:3] for row in settled_by(tenant_a, run_id, approval_id)] == [
+        ("system", "lifecycle"),
+        ("system", "lifecycle"),
+    ]
+    assert api_a.get(f"/api/v1/approvals/{approval_id}").json()["status"] == "cancelled"
+    pending = api_a.get("/api/v1/approvals", {"status": "pending"}).json()["results"]
+    assert approval_id not in {a["approval_id"] for a in pending}
     client = login(operator_a)
-    if not attach_only:  # the run names its session: read-time truth at once
-        assert inbox_ids(client) == set()
-        page = client.get(f"/t/acme/approvals/{approval_id}/").content.decode()
-        assert 'data-testid="cannot-happen"' in page
-        assert 'data-testid="approve"' not in page
-        with in_tenant(tenant_a), pytest.raises(Conflict) as decided:
-            ApprovalStore(tenant_a, Actor.for_user(operator_a)).decide(
-                approval_id=approval_id, decision="approve", reason="ok"
-            )
-        assert (decided.value.code, decided.value.details["session_status"]) == (
-            "session_ended",
-            "expired",
+    assert inbox_ids(client) == set()
+    page = client.get(f"/t/acme/approvals/{approval_id}/").content.decode()
+    assert 'data-testid="approve"' not in page
+    with in_tenant(tenant_a):
+        assert SessionEndings(tenant_a, Actor.system("sweep")).settle_ended() == 0
+
+
+def test_the_reconciler_settles_a_session_ended_outside_the_store(tenant_a, operator_a):
+    """A session row changed behind the store's back (no `session_ended`): until the sweep's
+    reconciler runs, the approval reads as one that cannot happen; then it is settled."""
+    actor = Actor.system("runtime")
+    run_id, approval_id = waiting(tenant_a, "s1", actor)
+    with in_tenant(tenant_a):
+        Session.objects.filter(tenant=tenant_a, session_id="s1").update(status="expired")
+    client = login(operator_a)
+    assert inbox_ids(client) == set()
+    page = client.get(f"/t/acme/approvals/{approval_id}/").content.decode()
+    assert 'data-testid="cannot-happen"' in page
+    assert 'data-testid="approve"' not in page
+    with in_tenant(tenant_a), pytest.raises(Conflict) as decided:
+        ApprovalStore(tenant_a, Actor.for_user(operator_a)).decide(
+            approval_id=approval_id, decision="approve", reason="ok"
         )
+    assert (decided.value.code, decided.value.details["session_status"]) == (
+        "session_ended",
+        "expired",
+    )
     with in_tenant(tenant_a):
         settled = SessionEndings(tenant_a, Actor.system("sweep")).settle_ended()
     assert settled == 1
     assert states(tenant_a, run_id, approval_id) == ("cancelled", "cancelled", "session expired")
-    assert inbox_ids(client) == set()
 
 
 def test_runs_that_wait_on_nothing_keep_their_status(tenant_a):
