@@ -279,3 +279,20 @@ def test_a_query_outside_a_tenant_block_is_refused_not_answered_empty(tenant_a, 
             Session.objects.filter(tenant=tenant_a).count()
         # Store methods bring their own tenant block.
         assert RunStateStore(tenant_a, ACTOR).get("run-1").run_id == "run-1"
+
+
+def test_a_prepared_statement_is_kept_per_parameter_type(tenant_a, setup):
+    """psycopg sends a small int as int2 and a big one as int8 (binary): one statement text
+    run with both, past the prepare threshold, is prepared once for each, never mixed."""
+    from stateroom.sql import hot_cursor
+
+    values = [7] * 6 + [70_000, 2**40, 7, None, 2**40]
+    with in_tenant(tenant_a, atomic=False):
+        answers = []
+        for value in values:
+            with hot_cursor(alone=True) as cursor:
+                cursor.execute("SELECT %s::bigint + 1, current_setting('app.tenant_id')", [value])
+                answers.append(cursor.fetchone())
+    expected = [(None if v is None else v + 1, str(tenant_a.pk)) for v in values]
+    assert answers == expected
+    assert _prepared_on_the_server() >= 2
