@@ -520,8 +520,8 @@ def render_markdown(results: dict) -> str:
         )
         lines.append("")
     lines.append(
-        "Store and raw rows: sequential calls on one connection, half the calls in each of two"
-        " rounds with the order swapped; ratio = Stateroom ops/s ÷ raw ops/s. API rows: sequential"
+        "Store and raw rows: sequential calls, one connection per side, the sides interleaved call"
+        " by call; ratio = Stateroom ops/s ÷ raw ops/s. API rows: sequential"
         " calls through `stateroom_client` (keep-alive). Console rows: Django test Client in"
         " process (server time, no network), production settings. See bench/README.md."
     )

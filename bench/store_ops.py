@@ -14,8 +14,8 @@ Sides, each on its own connection, on the first tenant of the data set
 - LangGraph's `PostgresSaver` (put / get_tuple / list) on the same ~10 KB
   checkpoint state, for the checkpoint operations.
 
-Each side runs `iterations` timed calls, in two rounds with the order
-reversed, so no side always gets the warmer cache.
+Each side runs `iterations` timed calls, interleaved call by call with the
+others (`measure_interleaved`), so all sides meet the same machine.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .database import connect
 from .generate import Catalogue
 from .raw_floor import RawFloor
 from .scale import Scale
-from .timing import Sample, measure
+from .timing import measure_interleaved
 
 TARGET_RATIO = 0.8  # x the one-statement floor
 CONTENTION_TARGET = 0.6
@@ -249,10 +249,6 @@ def count_queries(op: Op, floor: RawFloor) -> None:
     op.raw_queries = floor.statements - before
 
 
-def _timed(fn: Callable[[int], object], iterations: int) -> Sample:
-    return measure(fn, iterations=iterations, warmup=10)
-
-
 def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     tag = uuid.uuid4().hex[:6]
     with connect(url) as conn, connect(url) as conn_tx, _postgres_saver(log) as saver:
@@ -262,15 +258,11 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         if saver is not None:
             _add_peers(ops, saver, tag)
         results = []
-        half = max(1, scale.op_iterations // 2)
         for op in ops:
             count_queries(op, floor)
             sides = {"stateroom": op.stateroom, "raw": op.raw, "raw_tx": op.raw_tx, "peer": op.peer}
             sides = {name: fn for name, fn in sides.items() if fn is not None}
-            rounds: dict[str, Sample] = {name: Sample() for name in sides}
-            for order in (list(sides), list(reversed(sides))):
-                for name in order:
-                    rounds[name] = rounds[name].merge(_timed(sides[name], half))
+            rounds = measure_interleaved(sides, iterations=scale.op_iterations)
             s, r = rounds["stateroom"], rounds["raw"]
             ratio = s.ops_per_s / r.ops_per_s if r.ops_per_s else 0.0
             row = {

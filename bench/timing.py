@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -81,3 +82,37 @@ def measure(
             break
     sample.elapsed = clock() - start
     return sample
+
+
+def measure_interleaved(
+    sides: dict[str, Callable[[int], object]],
+    *,
+    iterations: int,
+    warmup: int = 10,
+    max_seconds: float = 120.0,
+) -> dict[str, Sample]:
+    """Each side's `op(i)`, call by call in turn (the first side rotating), so that
+    every side meets the same machine: a disk flush or a busy neighbour lands on
+    all of them alike, not on whichever ran in that second.
+
+    Each side's `elapsed` is the sum of its own calls. Stops early after
+    `max_seconds` in all.
+    """
+    names = list(sides)
+    for i in range(warmup):
+        for name in names:
+            sides[name](-1 - i)
+    samples = {name: Sample() for name in names}
+    clock = time.perf_counter
+    start = clock()
+    for i in range(iterations):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            t0 = clock()
+            sides[name](i)
+            samples[name].durations.append(clock() - t0)
+        if clock() - start > max_seconds:
+            break
+    for sample in samples.values():
+        sample.elapsed = math.fsum(sample.durations)
+    return samples
