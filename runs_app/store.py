@@ -236,7 +236,6 @@ class Seen:
 
 
 _SEEN_COLUMNS = '"version", "status", "content_fenced_at", "claimed_by", "claim_until"'
-_SEEN_SELECT = 'f."version", f."status", f."content_fenced_at", f."claimed_by", f."claim_until"'
 _SEEN_WIDTH = 5
 
 
@@ -1175,15 +1174,14 @@ class RunStateStore(BaseStore):
     ) -> tuple[Run | None, Seen | None]:
         """`_update_returning` of one run that also says why it matched nothing: one statement.
 
-        `f` reads what a refusal needs (version, status, fence, claim) from
-        the statement's snapshot, without a lock (a `FOR UPDATE` here cost a
-        third of the compare-and-set's speed). `(run, None)` when it changed;
-        `(None, seen)` when it did not; `(None, None)` for no such run. Outside
-        a transaction the whole of it, refusal included, is one round trip
-        (`hot_cursor(alone=True)`). Only when the UPDATE waited for a writer
-        that committed after the snapshot does `seen` not explain the refusal
-        (it still shows the expected version); `_why_refused` then reads the
-        row again.
+        When the UPDATE matched nothing, `runs_app_run_now` (migration 0007)
+        reads what a refusal needs (version, status, fence, claim) as
+        committed now, without a lock (a `FOR UPDATE` cost a third of the
+        compare-and-set's speed), also after the UPDATE waited for another
+        writer: the refusal is explained, races included, from the same
+        statement. `(run, None)` when it changed; `(None, seen)` when it did
+        not; `(None, None)` for no such run. Outside a transaction the whole
+        of it is one round trip (`hot_cursor(alone=True)`).
         """
         ctes, params = self._update_sql(
             where={"run_id": run_id},
@@ -1194,19 +1192,17 @@ class RunStateStore(BaseStore):
             transition=transition,
         )
         sql = (
-            f"WITH f AS (SELECT {_SEEN_COLUMNS} FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s"
-            f"), {ctes} SELECT {_SEEN_SELECT}, r.*, {_PUBLIC_IDS}"
-            " FROM f LEFT JOIN r ON true"
+            f"WITH {ctes} SELECT r.*, {_PUBLIC_IDS}, n.* FROM (VALUES (1)) one (x)"
+            " LEFT JOIN r ON true LEFT JOIN LATERAL"
+            f" (SELECT {_SEEN_COLUMNS} FROM runs_app_run_now(%s, %s) WHERE r.id IS NULL) n ON true"
         )
         with hot_cursor(alone=True) as cursor:
-            cursor.execute(sql, [self.tenant.pk, run_id, *params])
+            cursor.execute(sql, [*params, self.tenant.pk, run_id])
             row = cursor.fetchone()
-        if row is None:
-            return None, None
-        found = row[_SEEN_WIDTH:]
-        if found[0] is None:
-            return None, Seen(*row[:_SEEN_WIDTH])
-        return _run_from(found), None
+        if row[0] is not None:
+            return _run_from(row[:-_SEEN_WIDTH]), None
+        seen = row[-_SEEN_WIDTH:]
+        return (None, None) if seen[0] is None else (None, Seen(*seen))
 
     def _why_refused(
         self,
@@ -1225,8 +1221,9 @@ class RunStateStore(BaseStore):
         Versions only grow and every change of status or claim bumps the
         version, so a row still at `expected_version` is the row the update
         saw; with the same `now`, exactly one reason below applies. `explained`:
-        `seen` is the row as the refused statement read it (`_update_explained`;
-        None: no such run), so no query is needed.
+        `seen` is the row as committed when the refused statement read it
+        (`_update_explained`, after any writer its UPDATE waited for; None: no
+        such run), so no query is needed.
         """
         run: Run | Seen | None = seen if explained else self._runs().filter(run_id=run_id).first()
         if run is None:
@@ -1254,17 +1251,6 @@ class RunStateStore(BaseStore):
                 code="invalid_transition",
                 details={"from": run.status, "to": target, "current_version": run.version},
             )
-        if explained:
-            # The statement's own read predates a writer it waited for (a race): read
-            # the row as it is now and explain from that (a second query, races only).
-            with self.reading():
-                return self._why_refused(
-                    run_id=run_id,
-                    expected_version=expected_version,
-                    target=target,
-                    worker=worker,
-                    now=now,
-                )
         return Conflict(  # not reachable by the reasoning above; never report success
             "The run changed since you read it.",
             code="version_conflict",

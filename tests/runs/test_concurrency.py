@@ -125,3 +125,71 @@ def test_two_overdue_sweeps_at_once_fail_each_run_once(tenant_a):
             f"late-{n}" for n in range(30)
         )
     assert {reload(tenant_a, f"late-{n}")["version"] for n in range(30)} == {3}
+
+
+def test_a_cas_that_waited_for_another_writer_explains_its_refusal_in_one_message(tenant_a):
+    """B's compare-and-set waits on A's uncommitted one for the same version. After A
+    commits, B's UPDATE matches nothing; its statement read the row before A committed,
+    yet B's refusal names A's version, from the same message (no second query)."""
+    import threading
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    run = make_run(tenant_a, "running", run_id="contended")
+    a_wrote, release = threading.Event(), threading.Event()
+    outcome: list = []
+
+    def a() -> None:
+        try:
+            with in_tenant(tenant_a):
+                run_store(tenant_a).compare_and_set(
+                    run_id="contended", expected_version=run.version, changes={"turn_index": 1}
+                )
+                a_wrote.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def b() -> None:
+        try:
+            with (
+                in_tenant(tenant_a, atomic=False),
+                CaptureQueriesContext(connection) as ctx,
+            ):
+                try:
+                    run_store(tenant_a).compare_and_set(
+                        run_id="contended", expected_version=run.version, changes={"turn_index": 2}
+                    )
+                except Conflict as exc:
+                    outcome.append(exc)
+            outcome.append(len(ctx.captured_queries))
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=a)
+    first.start()
+    assert a_wrote.wait(10)
+    second = threading.Thread(target=b)
+    second.start()
+    with connection.cursor() as cursor:
+        for _ in range(200):  # until B waits on A's row lock
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                break
+            threading.Event().wait(0.02)
+        else:
+            pytest.fail("B never waited on A's row lock")
+    release.set()
+    first.join(10)
+    second.join(10)
+    refusal, messages = outcome
+    assert (refusal.code, refusal.details["current_version"]) == (
+        "version_conflict",
+        run.version + 1,
+    )
+    assert messages == 1
+    assert reload(tenant_a, "contended")["turn_index"] == 1
