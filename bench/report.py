@@ -103,8 +103,8 @@ KNOWN_REASONS: dict[str, str] = {
     ),
     "store:run compare-and-set": (
         "same work as the floor (both return the whole run with its session's and task's"
-        " ids); the message's set_config statement and its refusal read (the `f` CTE),"
-        " and Python per call: the Run built, the changes checked and encoded"
+        " ids); Python per call: the changes checked and encoded, the Run built, the"
+        " message's second statement (set_config)"
     ),
     "store:save checkpoint (~10 KB)": (
         "same statement as the floor; the state is walked for non-JSON values (the"
@@ -118,7 +118,8 @@ KNOWN_REASONS: dict[str, str] = {
         "same columns as the floor; each row made into the API's object (27 keys)"
     ),
     "store:record-or-return effect": (
-        "same statements as the floor; the effect model built for the caller, with its run"
+        "a repeated key (half the calls) pays a tenant transaction (BEGIN, set_config, the"
+        " run held FOR SHARE, the record read, COMMIT) where the floor reads the record once"
     ),
 }
 
