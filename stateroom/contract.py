@@ -230,8 +230,10 @@ def query(request, serializer_class: type[QuerySerializer]) -> dict[str, Any]:
     caller's to guess.
     """
     params = request.query_params
-    fields = serializer_class().fields
-    unknown = sorted(key for key in params if key not in fields)
+    values = {key: params[key] for key in params if params[key] != ""}
+    # One serializer: DRF deep-copies the declared fields on each instantiation.
+    serializer = serializer_class(data=values)
+    unknown = sorted(key for key in params if key not in serializer.fields)
     if unknown:
         raise Unprocessable(
             "Unknown query parameter: " + ", ".join(unknown) + ".",
@@ -244,8 +246,6 @@ def query(request, serializer_class: type[QuerySerializer]) -> dict[str, Any]:
             "A query parameter is given more than once.",
             details={key: ["given more than once"] for key in repeated},
         )
-    values = {key: params[key] for key in params if params[key] != ""}
-    serializer = serializer_class(data=values)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 

@@ -37,6 +37,19 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds (0 or more), got {value!r}")
+    return number
+
+
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -140,9 +153,13 @@ TEMPLATES = [
 _database, DATABASE_OWNER = configured_databases()
 DATABASE_APP = {key: _database[key] for key in ("USER", "PASSWORD", "HOST", "PORT")}
 # Persistent connections with health checks: without them every API request
-# pays a PostgreSQL connection set-up (see bench/README.md).
+# pays a PostgreSQL connection set-up (see bench/README.md). The check (a
+# `SELECT 1`) is skipped for a connection that finished a request less than
+# DB_HEALTH_CHECK_IDLE seconds ago (stateroom/postgres/base.py); 0 checks always.
+_database["ENGINE"] = "stateroom.postgres"
 _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600)
 _database["CONN_HEALTH_CHECKS"] = True
+_database["HEALTH_CHECK_IDLE"] = env_float("DB_HEALTH_CHECK_IDLE", 1.0)
 # Hot-path statements (stateroom.sql.hot_cursor) are prepared on the server
 # after this many runs on a connection; the ORM's own queries bind
 # client-side and are never prepared. 0 turns preparing off (for a pooler in

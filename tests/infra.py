@@ -6,6 +6,8 @@
   `STATEROOM_ADMIN_DATABASE_URL`, else the `postgres` role on the test
   database's server.
 - `gunicorn(env)`: a real gunicorn serving the project on a free port.
+- `wait_for_lock_waiter(what)`: returns once a backend of the test database
+  waits on a lock (the second writer of a race has reached the first's row).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from urllib.parse import quote
 
 import httpx
 import psycopg
+import pytest
 from django.conf import settings
 
 ROOT = Path(settings.BASE_DIR)
@@ -57,6 +60,27 @@ def admin_connection(*, database: str = "postgres") -> psycopg.Connection:
     return psycopg.connect(
         f"postgres://postgres@{host}:{s['PORT'] or 5432}/{database}", autocommit=True
     )
+
+
+def wait_for_lock_waiter(what: str, *, timeout: float = 4.0) -> None:
+    """Poll `pg_stat_activity` until a backend of this database waits on a Lock.
+
+    Fails the test with `what` (e.g. "B never waited on A's row lock") when
+    none does within `timeout` seconds.
+    """
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.02)
+    pytest.fail(what)
 
 
 def free_port() -> int:

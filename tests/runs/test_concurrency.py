@@ -4,6 +4,7 @@ import pytest
 
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
+from tests.infra import wait_for_lock_waiter
 
 from .conftest import in_threads, make_run, reload, run_store
 
@@ -172,17 +173,7 @@ def test_a_cas_that_waited_for_another_writer_explains_its_refusal_in_one_messag
     assert a_wrote.wait(10)
     second = threading.Thread(target=b)
     second.start()
-    with connection.cursor() as cursor:
-        for _ in range(200):  # until B waits on A's row lock
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                break
-            threading.Event().wait(0.02)
-        else:
-            pytest.fail("B never waited on A's row lock")
+    wait_for_lock_waiter("B never waited on A's row lock")
     release.set()
     first.join(10)
     second.join(10)

@@ -11,6 +11,7 @@ from stateroom.errors import StateroomError
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
+from tests.infra import wait_for_lock_waiter
 
 WORKERS = 6
 
@@ -111,17 +112,7 @@ def test_checkpoint_waiting_on_a_save_that_finishes_the_task_is_refused(tenant_a
     assert saved.wait(10)
     writer = threading.Thread(target=checkpoint)
     writer.start()
-    with connection.cursor() as cursor:
-        for _ in range(200):  # until the writer waits on the saver's row lock
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                break
-            threading.Event().wait(0.02)
-        else:
-            pytest.fail("the checkpoint never waited on the task's row lock")
+    wait_for_lock_waiter("the checkpoint never waited on the task's row lock")
     release.set()
     saver.join(10)
     writer.join(10)
