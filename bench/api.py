@@ -290,11 +290,11 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
 
     from django.core.handlers.wsgi import WSGIHandler
     from django.test import Client
-    from rest_framework.renderers import JSONRenderer
 
     from audit_app.actor import Actor
     from sessions_app.serializers import session_items_out
     from sessions_app.store import SessionStore
+    from stateroom.renderers import ORJSONRenderer
     from tenancy_app.auth import resolve_bearer
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
@@ -349,7 +349,7 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
         "tenant transaction (BEGIN, set_config, COMMIT)": empty_transaction,
         "store.get_items, 50 items (transaction included)": read,
         "serialize 50 items (session_items_out)": lambda: session_items_out(items),
-        "render JSON": lambda: JSONRenderer().render({"results": data, "next": None}),
+        "render JSON": lambda: ORJSONRenderer().render({"results": data, "next": None}),
         "whole request through middleware and DRF (test Client)": lambda: client.get(path),
         "whole request through Django's WSGI handler": through_wsgi,
     }

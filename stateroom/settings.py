@@ -306,7 +306,7 @@ STATEROOM_WEBHOOK_ALLOW = env_list("STATEROOM_WEBHOOK_ALLOW")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy_app.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["tenancy_app.auth.IsRuntime"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["stateroom.renderers.ORJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["stateroom.api.JSONObjectParser"],
     "EXCEPTION_HANDLER": "stateroom.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
