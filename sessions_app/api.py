@@ -237,6 +237,7 @@ def items(request, session_id: str):
         limit=limit if before_seq is not None else limit + 1,
         after_seq=after_seq,
         before_seq=before_seq,
+        raw_payload=True,  # written into the response as PostgreSQL sent it
     )
     next_url = None
     if before_seq is None and len(rows) > limit:

@@ -5,10 +5,14 @@ several times faster on a page of items. What orjson does not write itself
 goes through DRF's encoder (`default`: datetimes with `Z`, decimals, lazy
 text, UUIDs); anything orjson refuses (a non-string key, an integer past 64
 bits, a pretty-printed `indent=` request) is rendered by DRF's renderer as
-before. Two differences: a float with a negative exponent is spelled without
-its zero padding (`-3e-7`; Python writes `-3e-07`), the same number; and a float NaN or infinity is written as
-`null`, where DRF's strict JSON raises (no stored value can hold one: jsonb
-refuses them).
+before. A payload read as an `orjson.Fragment` (its JSON text as PostgreSQL
+sent it, `get_items(raw_payload=True)`) is written as it is, not decoded to
+be encoded again.
+
+Two differences from DRF's output: a float with a negative exponent is
+spelled without zero padding (`-3e-7`; Python writes `-3e-07`), the same
+number; and a float NaN or infinity is written as `null`, where DRF's strict
+JSON raises (no stored value can hold one: jsonb refuses them).
 """
 
 import orjson
@@ -16,11 +20,22 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-_default = JSONEncoder().default
+
+
+class _Encoder(JSONEncoder):
+    def default(self, obj):
+        if isinstance(obj, orjson.Fragment):  # only on DRF's path (indent=): decoded
+            return orjson.loads(orjson.dumps(obj))
+        return super().default(obj)
+
+
+_default = _Encoder().default
 _LINE_SEPARATOR, _PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
 
 
 class ORJSONRenderer(JSONRenderer):
+    encoder_class = _Encoder
+
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None:
             return b""

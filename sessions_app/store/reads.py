@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from django.db.models import Prefetch, Q, QuerySet
 
 from stateroom.errors import Unprocessable
@@ -38,7 +39,7 @@ class StoredItem:
     seq: int
     role: str
     item_type: str
-    payload: dict[str, Any]
+    payload: dict[str, Any]  # an orjson.Fragment of its text with get_items(raw_payload=True)
     run_id: str
     created_at: datetime
 
@@ -161,11 +162,15 @@ class SessionReads(SessionStoreBase):
         limit: int = 50,
         after_seq: int | None = None,
         before_seq: int | None = None,
+        raw_payload: bool = False,
     ) -> list[StoredItem]:
         """Items in ascending `seq`.
 
         With `before_seq`: the `limit` items just before it (still ascending),
         i.e. the previous page; `after_seq` then only bounds it from below.
+        `raw_payload`: each payload is the JSON text PostgreSQL sent, as an
+        `orjson.Fragment` the API's renderer writes as it is (not decoded
+        here to be encoded again there).
         Hot path: one statement on the unique index (tenant, session, seq),
         rows read into `StoredItem`s; an unknown session is told apart from
         an empty page only when the page is empty.
@@ -196,7 +201,7 @@ class SessionReads(SessionStoreBase):
                     raise not_found(session_id)
         if before_seq is not None:
             rows.reverse()
-        loads = json.loads
+        loads = orjson.Fragment if raw_payload else json.loads
         return [
             StoredItem(seq, role, item_type, loads(payload), run_id, created_at)
             for seq, role, item_type, payload, run_id, created_at in rows

@@ -7,6 +7,7 @@ import json
 import uuid
 from decimal import Decimal
 
+import orjson
 import pytest
 from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import ErrorDetail
@@ -70,6 +71,15 @@ def test_a_small_float_is_the_same_number_spelled_shorter():
     ours, drfs = ORJSONRenderer().render(data), JSONRenderer().render(data)
     assert json.loads(ours) == json.loads(drfs) == data
     assert ours == b'{"x":[-3e-7,1e+16,1.5e+300,0.1]}'  # DRF: -3e-07
+
+
+def test_a_fragment_is_written_as_it_is_and_decoded_on_the_pretty_path():
+    data = {"results": [{"payload": orjson.Fragment('{"b": [1, 2], "a": "\u2028"}')}]}
+    assert (
+        ORJSONRenderer().render(data) == b'{"results":[{"payload":{"b": [1, 2], "a": "\\u2028"}}]}'
+    )
+    pretty = ORJSONRenderer().render(data, "application/json; indent=2")
+    assert json.loads(pretty) == {"results": [{"payload": {"b": [1, 2], "a": "\u2028"}}]}
 
 
 def test_no_body_for_none_and_the_pretty_form_when_asked():

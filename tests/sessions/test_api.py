@@ -625,6 +625,27 @@ def test_items_list_in_seq_order_with_next(api_a, tenant_a, s_a):
     assert api_a.get(f"{path}?after_seq=5").json() == {"results": [], "next": None}
 
 
+def test_items_read_back_what_was_written_payload_as_stored(api_a, s_a):
+    # The page's payloads are PostgreSQL's JSON text written into the response
+    # as they are (get_items(raw_payload=True)); what a client parses is what it sent.
+    payloads = [
+        {"text": "naïve — 東京 🚀 \u2028 line \u2029 para", "quote": '"\\/\t\n'},
+        {"nested": {"list": [1, 2.5, -0.25, True, False, None, [], {}]}, "": "empty key"},
+        {"big": 2**53 - 1, "tiny": 1e-7, "exp": 1.5e10},
+    ]
+    body = {"items": [{"role": "user", "item_type": "message", "payload": p} for p in payloads]}
+    created = post(api_a, f"{API}/s-a/items", body)
+    assert created.status_code == 201, created.json()
+    response = api_a.get(f"{API}/s-a/items")
+    assert response.status_code == 200
+    assert [r["payload"] for r in response.json()["results"]] == payloads
+    # A script may embed the JSON: the line and paragraph separators stay escaped.
+    assert b"\\u2028" in response.content and "\u2028".encode() not in response.content
+    pretty = api_a.get(f"{API}/s-a/items", headers={"Accept": "application/json; indent=2"})
+    assert pretty.content.startswith(b'{\n  "results"')
+    assert [r["payload"] for r in pretty.json()["results"]] == payloads
+
+
 def test_items_list_refusals(api_a, api_b, s_a):
     path = f"{API}/s-a/items"
     for query, field in (
