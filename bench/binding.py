@@ -17,10 +17,11 @@ pays), three ways in one process:
   (`open tx`): the statements alone, without the per-call BEGIN, tenant
   setting, COMMIT and its fsync, which both paths pay alike and which hide
   the difference on a busy machine;
-- `one message` (reference): `in_tenant(tenant, atomic=False)`, the one
-  simple-protocol message of `hot_cursor(alone=True)` (server-side binding
-  has no such path); its ratio to `hot_cursor` is the one-message path
-  against the four-statement shape of the same store code.
+- `one message` (reference): `in_tenant(tenant, atomic=False)`, where
+  `hot_cursor(alone=True)` sends the tenant setting and the statement
+  together through libpq's pipeline, one round trip (server-side binding
+  has no such path); its ratio to `hot_cursor` is that path against the
+  four-statement shape of the same store code.
 
 Then, for five of the ops in one open transaction on the default connection,
 what of `hot_cursor()`'s own cursor pays: a cursor per statement (as it is),

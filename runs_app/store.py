@@ -1191,10 +1191,13 @@ class RunStateStore(BaseStore):
             bump_version=True,
             transition=transition,
         )
+        # OFFSET 0 keeps the subquery whole, so `r.id IS NULL` gates it (a one-time
+        # filter): a compare-and-set that changed the run never calls the function.
         sql = (
             f"WITH {ctes} SELECT r.*, {_PUBLIC_IDS}, n.* FROM (VALUES (1)) one (x)"
             " LEFT JOIN r ON true LEFT JOIN LATERAL"
-            f" (SELECT {_SEEN_COLUMNS} FROM runs_app_run_now(%s, %s) WHERE r.id IS NULL) n ON true"
+            f" (SELECT {_SEEN_COLUMNS} FROM runs_app_run_now(%s, %s) WHERE r.id IS NULL"
+            " OFFSET 0) n ON true"
         )
         with hot_cursor(alone=True) as cursor:
             cursor.execute(sql, [*params, self.tenant.pk, run_id])

@@ -10,6 +10,7 @@ one.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -296,3 +297,38 @@ def test_a_prepared_statement_is_kept_per_parameter_type(tenant_a, setup):
     expected = [(None if v is None else v + 1, str(tenant_a.pk)) for v in values]
     assert answers == expected
     assert _prepared_on_the_server() >= 2
+
+
+def _plan_of(tenant, logged: str) -> str:
+    """EXPLAIN ANALYZE of a logged tenant message's statement, rolled back."""
+    statement = logged.split("; ", 1)[1]
+    with in_tenant(tenant), connection.cursor() as cursor:
+        cursor.execute("SAVEPOINT plan")
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("ROLLBACK TO SAVEPOINT plan")
+    return plan
+
+
+def test_a_compare_and_set_that_changes_the_run_does_not_read_it_again(tenant_a, setup):
+    # The refusal's fresh read (runs_app_run_now) is gated on the UPDATE matching
+    # nothing: a successful compare-and-set pays for no second look at the run.
+    runs = RunStateStore(tenant_a, ACTOR)
+    version = setup["acme"]
+    with in_tenant(tenant_a, atomic=False):
+        with CaptureQueriesContext(connection) as changed:
+            runs.compare_and_set(
+                run_id="run-1", expected_version=version, changes={"turn_index": 1}
+            )
+        with CaptureQueriesContext(connection) as refused, pytest.raises(Conflict):
+            runs.compare_and_set(
+                run_id="run-1", expected_version=version, changes={"turn_index": 2}
+            )
+    [changed_sql] = [q["sql"] for q in changed.captured_queries]
+    [refused_sql] = [q["sql"] for q in refused.captured_queries]
+    # Replayed as they were sent: the first (at `version`) now finds a newer run and
+    # is refused, so it is replayed at the version it saw move, to change it again.
+    changed_sql = changed_sql.replace(f'"version" = {version}', f'"version" = {version + 1}')
+    function_scan = re.compile(r"Function Scan on runs_app_run_now.*")
+    assert "(never executed)" in function_scan.search(_plan_of(tenant_a, changed_sql)).group()
+    assert "actual rows=1" in function_scan.search(_plan_of(tenant_a, refused_sql)).group()
