@@ -118,8 +118,9 @@ KNOWN_REASONS: dict[str, str] = {
         "same columns as the floor; each row made into the API's object (27 keys)"
     ),
     "store:record-or-return effect": (
-        "a repeated key (half the calls) pays a tenant transaction (BEGIN, set_config, the"
-        " run held FOR SHARE, the record read, COMMIT) where the floor reads the record once"
+        "one message for a new key and a repeated one alike (the floor sends a second"
+        " statement for a repeated key); the request validated, its RFC 8785 digest, and"
+        " the replay's run checks and record read in the statement"
     ),
 }
 

@@ -296,10 +296,36 @@ class EffectStore(BaseStore):
             " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id"
         )
         insert_params = [*params, self.tenant.pk, run_id, *claim_params]
+        # When the INSERT did nothing, the same statement reads the run's fence
+        # and claim and the record under the key (gated on that: OFFSET 0 keeps
+        # each subquery whole, so `ins.id IS NULL` is a one-time filter). A
+        # replay is then one round trip; only what its snapshot cannot settle
+        # (an unknown run, a record committed while the INSERT waited on the
+        # key) takes the transaction below.
+        recorded = (
+            f"WITH ins AS ({insert}) SELECT ins.id, ins.run_id, s.*, x.*"
+            " FROM (VALUES (1)) one (o) LEFT JOIN ins ON true"
+            " LEFT JOIN LATERAL (SELECT content_fenced_at, claimed_by, claim_until, version"
+            f" FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s AND ins.id IS NULL OFFSET 0)"
+            f" s ON true LEFT JOIN LATERAL (SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
+            f" JOIN {_RUNS} r ON r.id = e.run_id WHERE e.tenant_id = %s"
+            " AND e.idempotency_key = %s AND ins.id IS NULL OFFSET 0) x ON true"
+        )
         with hot_cursor(alone=True) as cursor:
-            cursor.execute(insert, insert_params)
-            row = cursor.fetchone()
-        if row is None:
+            cursor.execute(
+                recorded,
+                [*insert_params, self.tenant.pk, run_id, self.tenant.pk, idempotency_key],
+            )
+            found = cursor.fetchone()
+        row = found[:2] if found[0] is not None else None
+        existing = None
+        if row is None and found[5] is not None:  # the run, as the statement saw it
+            # A fence only goes on; a claim seen live was live at that instant.
+            self._refuse(run_id, found[2:6], worker=worker, now=now)
+            if found[6] is not None:
+                existing = model_from_row(ExternalEffect, found[6:-1])
+                existing.run = known(Run, existing.run_id, run_id=found[-1])
+        if row is None and existing is None:
             with self.atomic():
                 # Why not: under the run's lock, so the claim stays as read.
                 # Unknown run: 404 whatever the key; a fenced run takes no

@@ -18,10 +18,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.actor import Actor
+from effects_app.models import ExternalEffect
+from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.models import SessionItem
 from sessions_app.store import SessionStore
-from stateroom.errors import Conflict, NotFound
+from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 
@@ -332,3 +334,41 @@ def test_a_compare_and_set_that_changes_the_run_does_not_read_it_again(tenant_a,
     function_scan = re.compile(r"Function Scan on runs_app_run_now.*")
     assert "(never executed)" in function_scan.search(_plan_of(tenant_a, changed_sql)).group()
     assert "actual rows=1" in function_scan.search(_plan_of(tenant_a, refused_sql)).group()
+
+
+def test_record_or_return_an_effect_is_one_message_replays_and_refusals_included(
+    tenant_a, tenant_b, setup
+):
+    effects = EffectStore(tenant_a, ACTOR)
+    runs = RunStateStore(tenant_a, ACTOR)
+
+    def record(request=None, worker=None, store=effects):
+        return store.record(
+            run_id="run-1",
+            idempotency_key="T-7:n1:send",
+            tool_name="send_email",
+            request=request or {"to": "a@example.com"},
+            worker=worker,
+        )
+
+    with in_tenant(tenant_a, atomic=False):
+        (effect, created), sent = one_message(record)
+        assert created and len(sent) == 1
+        (again, created), sent = one_message(record)
+        assert (again.effect_id, again.run.run_id, created) == (effect.effect_id, "run-1", False)
+        assert again.request == {"to": "a@example.com"} and len(sent) == 1
+        with CaptureQueriesContext(connection) as ctx, pytest.raises(Unprocessable) as reused:
+            record(request={"to": "b@example.com"})
+        assert reused.value.code == "idempotency_key_reused" and len(ctx.captured_queries) == 1
+        runs.claim(run_id="run-1", worker="w-1", expected_version=setup["acme"])
+        with CaptureQueriesContext(connection) as ctx, pytest.raises(Conflict) as claimed:
+            record(worker="w-2")
+        assert claimed.value.code == "run_claimed" and len(ctx.captured_queries) == 1
+        (mine, created), sent = one_message(lambda: record(worker="w-1"))
+        assert (mine.effect_id, created, len(sent)) == (effect.effect_id, False, 1)
+    # The same key in another tenant is that tenant's own record.
+    with in_tenant(tenant_b, atomic=False):
+        other, created = record(store=EffectStore(tenant_b, ACTOR))
+    assert created and other.effect_id != effect.effect_id
+    with in_tenant(tenant_a):
+        assert ExternalEffect.objects.filter(tenant=tenant_a).count() == 1
