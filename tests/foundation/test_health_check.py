@@ -103,3 +103,18 @@ def test_a_window_of_zero_checks_every_request(wrapper, now):
     wrapper.close_if_health_check_failed()
     assert wrapper.connection is None
     assert backend_pid(wrapper) != pid
+
+
+def test_the_window_setting_is_a_number_of_seconds(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from stateroom.settings import env_float
+
+    monkeypatch.setenv("DB_HEALTH_CHECK_IDLE", "2.5")
+    assert env_float("DB_HEALTH_CHECK_IDLE", 1.0) == 2.5
+    monkeypatch.setenv("DB_HEALTH_CHECK_IDLE", "")
+    assert env_float("DB_HEALTH_CHECK_IDLE", 1.0) == 1.0
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv("DB_HEALTH_CHECK_IDLE", bad)
+        with pytest.raises(ImproperlyConfigured, match="DB_HEALTH_CHECK_IDLE must be a number"):
+            env_float("DB_HEALTH_CHECK_IDLE", 1.0)
