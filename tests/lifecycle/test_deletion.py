@@ -231,6 +231,33 @@ def test_batches_are_bounded_filled_across_classes_and_runs(tenant_a, make_sessi
     ]
 
 
+def test_a_batch_visits_a_bounded_number_of_containers(tenant_a, make_session, monkeypatch):
+    # Many small containers (each run's events and task, each effect): rows alone
+    # would put them all in one transaction of a statement or two each.
+    make_session(tenant_a, "s1", items=5, runs=3, events=1, checkpoints=0, effects=1)
+    with in_tenant(tenant_a):
+        deletion = store(tenant_a).request(session_id="s1", reason="asked")
+    planned = dict(deletion.planned)
+    monkeypatch.setattr("lifecycle_app.deletion.MAX_CONTAINERS_PER_BATCH", 4)
+    seen = []
+
+    def batch_done(d):
+        seen.append(dict(d.counts))
+
+    with in_tenant(tenant_a):
+        done = store(tenant_a).run(
+            deletion_id=deletion.deletion_id, batch_size=1000, on_batch=batch_done
+        )
+    # Every row fits one batch of 1000 (without the bound the job takes one),
+    # yet it took several: the session's own containers first, 4 at a time.
+    assert len(seen) >= 3
+    assert seen[0]["session_items"] == 5 and seen[0]["run_event_payloads"] < 3
+    assert done.status == DeletionStatus.DONE and done.counts == planned
+    with in_tenant(tenant_a):
+        assert not SessionItem.objects.filter(tenant=tenant_a).exists()
+        assert not RunEvent.objects.filter(tenant=tenant_a, payload__isnull=False).exists()
+
+
 def test_unknown_and_other_tenants_session_is_404(tenant_a, tenant_b, make_session):
     make_session(tenant_b, "theirs")
     with in_tenant(tenant_a):
