@@ -305,7 +305,10 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
 
     def read():
         with in_tenant(tenant):
-            return store.get_items(session_id=cat.timeline_session, limit=50, before_seq=before)
+            # As the API reads them: payloads as PostgreSQL's JSON text, written as they are.
+            return store.get_items(
+                session_id=cat.timeline_session, limit=50, before_seq=before, raw_payload=True
+            )
 
     def empty_transaction():
         with in_tenant(tenant):

@@ -58,8 +58,9 @@ DEFAULT_BATCH_SIZE = 1000
 MAX_BATCH_SIZE = 50_000
 # Containers (a session, a run, an effect, an audit target…) one batch visits at
 # most: a session with many small ones (a run's transitions, each effect's
-# record) would otherwise be swept in one long transaction of a few hundred
-# statements (bench/README.md: 260 ms at 1 M items, 2 s at 10 M).
+# record) would otherwise be swept in one transaction of a few hundred
+# statements (bench/README.md: 279 statements, 250 ms, for the bench's
+# 100,000-item session).
 MAX_CONTAINERS_PER_BATCH = 20
 
 BatchHook = Callable[[Deletion], None]

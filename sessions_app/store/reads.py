@@ -39,7 +39,7 @@ class StoredItem:
     seq: int
     role: str
     item_type: str
-    payload: dict[str, Any]  # an orjson.Fragment of its text with get_items(raw_payload=True)
+    payload: dict[str, Any] | orjson.Fragment  # the Fragment: get_items(raw_payload=True)
     run_id: str
     created_at: datetime
 

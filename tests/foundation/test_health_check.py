@@ -51,6 +51,14 @@ def request_ends(conn) -> None:
     conn.mark_used()
 
 
+def dropped_after_a_request(conn) -> int:
+    """A request ends on `conn`, then the server ends its process; the old pid."""
+    pid = backend_pid(conn)
+    request_ends(conn)
+    end_server_process(pid)
+    return pid
+
+
 def test_the_engine_is_ours_and_a_finished_request_stamps_the_connection(db, now):
     assert isinstance(connections["default"], base.DatabaseWrapper)
     backend_pid(connection)
@@ -60,9 +68,7 @@ def test_the_engine_is_ours_and_a_finished_request_stamps_the_connection(db, now
 
 
 def test_a_connection_used_within_the_window_is_not_checked(wrapper, now):
-    pid = backend_pid(wrapper)
-    request_ends(wrapper)
-    end_server_process(pid)
+    pid = dropped_after_a_request(wrapper)
     now["t"] += 0.5
     wrapper.close_if_health_check_failed()
     # No SELECT 1 went out: the dead connection is still held, and the next
@@ -77,9 +83,7 @@ def test_a_connection_used_within_the_window_is_not_checked(wrapper, now):
 
 
 def test_a_connection_idle_past_the_window_is_checked_and_replaced(wrapper, now):
-    pid = backend_pid(wrapper)
-    request_ends(wrapper)
-    end_server_process(pid)
+    pid = dropped_after_a_request(wrapper)
     now["t"] += 1.5
     wrapper.close_if_health_check_failed()
     assert wrapper.connection is None  # the check found it dead and closed it
@@ -97,9 +101,7 @@ def test_a_connection_that_never_finished_a_request_is_checked(wrapper, now):
 
 def test_a_window_of_zero_checks_every_request(wrapper, now):
     wrapper.settings_dict["HEALTH_CHECK_IDLE"] = 0
-    pid = backend_pid(wrapper)
-    request_ends(wrapper)
-    end_server_process(pid)
+    pid = dropped_after_a_request(wrapper)
     wrapper.close_if_health_check_failed()
     assert wrapper.connection is None
     assert backend_pid(wrapper) != pid
