@@ -65,6 +65,7 @@ from stateroom_client.langgraph import GraphOutcome, GraphRunner
 log = logging.getLogger("stateroom.demo.runtime")
 NO_TRACE = RunConfig(tracing_disabled=True)
 TOKENS_ENV = "STATEROOM_DEMO_TOKENS"
+WITHDRAWN = "The customer withdrew the request."
 
 CUSTOMERS = ["ana", "bo", "chen", "dara", "eli", "femi", "gus", "hana", "ivo", "jun", "kai", "lea"]
 
@@ -224,6 +225,10 @@ class TenantRuntime:
     cap: int = 12
     rng: random.Random = field(default_factory=random.Random)
     waiting: dict[str, float] = field(default_factory=dict)  # our pending approvals: asked at
+    # The claims' pending approvals: approval id -> run id. A customer who withdraws a
+    # claim withdraws the whole run (it ends cancelled), not just its question: the
+    # graph runner reads a withdrawn question as a failure of its run.
+    claim_runs: dict[str, str] = field(default_factory=dict)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     conversations: int = 0
     migrations: int = 0
@@ -287,13 +292,22 @@ class TenantRuntime:
             if asked_at > oldest_allowed:
                 break
             with contextlib.suppress(StateroomError):
-                await self.client.cancel_approval(
-                    approval_id, reason="The customer withdrew the request."
-                )
+                await self._withdraw(approval_id)
                 self.waiting.pop(approval_id, None)
                 log.info("%s: customer withdrew %s (inbox at cap)", self.tenant, approval_id)
                 return True
         return False
+
+    async def _withdraw(self, approval_id: str) -> None:
+        run_id = self.claim_runs.pop(approval_id, None)
+        if run_id is None:
+            await self.client.cancel_approval(approval_id, reason=WITHDRAWN)
+            return
+        # Ending the run cancels its pending approval in the same transaction.
+        run = await self.client.get_run(run_id)
+        await self.client.transition_run(
+            run_id, expected_version=run.version, status="cancelled", error=None
+        )
 
     async def refund_once(self) -> None:
         started = await self.request_refund()
@@ -413,6 +427,7 @@ class TenantRuntime:
         for approval in outcome.approvals:
             if approval.is_pending:
                 self.waiting[approval.approval_id] = time.monotonic()
+                self.claim_runs[approval.approval_id] = outcome.run_id
         return outcome
 
     async def _follow_claim(self, outcome: GraphOutcome) -> None:
@@ -420,8 +435,10 @@ class TenantRuntime:
         while outcome.status == "waiting_approval":
             approval = outcome.approvals[-1]
             self.waiting.setdefault(approval.approval_id, time.monotonic())
+            self.claim_runs.setdefault(approval.approval_id, outcome.run_id)
             await self.poller.wait_for_decision(approval.approval_id)
             self.waiting.pop(approval.approval_id, None)
+            self.claim_runs.pop(approval.approval_id, None)
             outcome = await asyncio.to_thread(self.claims.resume, outcome.run_id, wait=False)
         log.info("%s: claim %s %s", self.tenant, outcome.thread_id, outcome.status)
 

@@ -13,7 +13,7 @@ from stateroom_client import AsyncStateroomClient, StateroomClient
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
 
-WITHDRAWN = "The customer withdrew the request."
+WITHDRAWN = demo.WITHDRAWN
 
 
 def with_runtime(server, body: Callable[..., Awaitable[Any]], **kwargs: Any) -> Any:
@@ -130,6 +130,26 @@ def test_at_the_cap_the_oldest_own_request_is_withdrawn(server, client):
         assert len(await rt.client.list_approvals(status="pending")) == 1
 
     with_runtime(server, body, cap=1)
+
+
+def test_at_the_cap_a_withdrawn_claim_ends_cancelled_not_failed(server, client):
+    """Left alone, the demo withdraws claims at the cap: none may count as a failed run."""
+
+    async def body(rt: demo.TenantRuntime) -> tuple[str, str]:
+        claim = await rt.file_claim()
+        [question] = claim.approvals
+        refund = await rt.request_refund()  # the inbox is full (cap 1): the claim is withdrawn
+        pending = await rt.client.list_approvals(status="pending")
+        assert [a.approval_id for a in pending] == [refund[0].approvals[0].approval_id]
+        await rt._follow_claim(claim)
+        return claim.run_id, question.approval_id
+
+    with StateroomClient(server.url, server.token) as graph_client:
+        run_id, approval_id = with_runtime(server, body, cap=1, graph_client=graph_client)
+    run = client.get_run(run_id)
+    assert (run.status, run.error) == ("cancelled", None)
+    assert client.get_approval(approval_id).status == "cancelled"
+    assert not list(client.iter_runs(status="failed"))
 
 
 def test_a_new_runtime_process_resumes_runs_left_waiting(server, operator):
