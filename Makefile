@@ -4,7 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_STAMP := $(VENV)/.demo-stamp
-DEMO_ADDR ?= 127.0.0.1:8000
+# `make demo` serves on 127.0.0.1:$(PORT); DEMO_ADDR sets host and port together.
+PORT ?= 8000
+DEMO_ADDR ?= 127.0.0.1:$(PORT)
 PYTEST_ARGS ?=
 
 .PHONY: help install demo test test-sdk-range lint format bench stop-db clean

@@ -69,3 +69,25 @@ def test_the_demo_finds_redis_or_says_it_runs_jobs_inline():
     reachable = url.startswith("redis://") and broker_reachable(url)
     require_infrastructure(reachable, "needs Redis on 127.0.0.1:6379")
     assert reachable
+
+
+def make_demo_addr(*args: str, env: dict[str, str] | None = None) -> str:
+    """The address `make demo` would serve on (a dry run: nothing is installed or started)."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("PORT", "DEMO_ADDR", "MAKEFLAGS")}
+    done = subprocess.run(
+        ["make", "-n", "demo", *args],
+        cwd=ROOT,
+        env={**environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    [serve] = [line for line in done.stdout.splitlines() if "run_demo" in line]
+    return serve.split("--addr ", 1)[1].strip()
+
+
+def test_make_demo_takes_its_port_from_port_or_demo_addr():
+    assert make_demo_addr() == "127.0.0.1:8000"
+    assert make_demo_addr(env={"PORT": "8123"}) == "127.0.0.1:8123"
+    assert make_demo_addr("PORT=8124") == "127.0.0.1:8124"
+    assert make_demo_addr(env={"DEMO_ADDR": "0.0.0.0:9000", "PORT": "8123"}) == "0.0.0.0:9000"
