@@ -46,7 +46,9 @@ demo: $(DEMO_STAMP)
 	STATEROOM_DEMO=1 $(BIN)/python manage.py load_demo
 	STATEROOM_DEMO=1 $(BIN)/python manage.py run_demo --addr $(DEMO_ADDR)
 
+# Chromium (browser tests) is installed where it can be; otherwise one line says how.
 test: install
+	@scripts/test_prerequisites.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # tests/agents (and the SDK's own session tests) on both ends of the client's
