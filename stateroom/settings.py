@@ -160,14 +160,27 @@ _database["ENGINE"] = "stateroom.postgres"
 _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 600)
 _database["CONN_HEALTH_CHECKS"] = True
 _database["HEALTH_CHECK_IDLE"] = env_float("DB_HEALTH_CHECK_IDLE", 1.0)
+# DB_POOLER declares what sits between Stateroom and PostgreSQL (docs/scaling.md):
+# "transaction" (PgBouncer's pool_mode = transaction: prepared statements and
+# server-side cursors off), "session" (a session-mode pooler or a plain TCP
+# proxy: nothing changes), or unset (a direct connection). A connection that
+# goes through something undeclared is refused (stateroom/postgres/base.py).
+DB_POOLER = os.environ.get("DB_POOLER", "")
+if DB_POOLER not in {"", "transaction", "session"}:
+    raise ImproperlyConfigured(f"DB_POOLER must be transaction or session, got {DB_POOLER!r}")
+_database["POOLER"] = DB_POOLER
 # Hot-path statements (stateroom.sql.hot_cursor) are prepared on the server
 # after this many runs on a connection; the ORM's own queries bind
-# client-side and are never prepared. 0 turns preparing off (for a pooler in
-# transaction mode that cannot carry prepared statements).
-_prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 5)
+# client-side and are never prepared. 0 turns preparing off, as does
+# DB_POOLER=transaction unless this is set (PgBouncer >= 1.21 with
+# max_prepared_statements carries protocol-level prepared statements).
+_prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 0 if DB_POOLER == "transaction" else 5)
 _database["OPTIONS"] = {
     "prepare_threshold": _prepare_threshold if _prepare_threshold > 0 else None,
 }
+# Outside a transaction Django iterates with a `WITH HOLD` cursor, which lives
+# on one server connection: a transaction-mode pooler loses it between fetches.
+_database["DISABLE_SERVER_SIDE_CURSORS"] = DB_POOLER == "transaction"
 if os.environ.get("STATEROOM_TEST_DB_SUFFIX"):
     # Lets several test runs share one PostgreSQL server without clashing.
     _database["TEST"] = {

@@ -4,3 +4,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stateroom.settings")
 application = get_wsgi_application()
+
+# Behind an undeclared transaction pooler a worker would answer wrong: it does not boot.
+from stateroom.postgres.route import verify_at_start  # noqa: E402
+
+verify_at_start()

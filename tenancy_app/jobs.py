@@ -38,12 +38,25 @@ class JobResult:
         return {"done": dict(self.done), "errors": dict(self.errors), "total": self.total}
 
 
+# Tenants are read in keyset pages of this many, each page one plain query.
+TENANT_PAGE = 200
+
+
 def tenants(tenant_id: int | None = None) -> Iterator[Tenant]:
-    """All tenants in id order, or just one (a job given a tenant id)."""
+    """All tenants in id order, or just one (a job given a tenant id).
+
+    Pages by key, never `.iterator()`: outside a transaction Django runs that as
+    a server-side `WITH HOLD` cursor, which a transaction-mode pooler
+    (PgBouncer) loses between fetches, since the next fetch may land on
+    another server connection (docs/scaling.md).
+    """
     queryset = Tenant.objects.order_by("pk")
     if tenant_id is not None:
         queryset = queryset.filter(pk=tenant_id)
-    yield from queryset.iterator()
+    after = 0
+    while page := list(queryset.filter(pk__gt=after)[:TENANT_PAGE]):
+        yield from page
+        after = page[-1].pk
 
 
 def get_tenant(tenant_id: int) -> Tenant | None:

@@ -20,6 +20,8 @@ from django.core.signals import request_finished
 from django.db import connections
 from django.db.backends.postgresql import base
 
+from . import route
+
 # The clock the window is read on; tests replace it.
 clock = time.monotonic
 
@@ -31,6 +33,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def connect(self) -> None:
         super().connect()
         self.used_at = None
+
+    def init_connection_state(self) -> None:
+        super().init_connection_state()
+        route.check(self.connection, self.settings_dict)  # refuses an undeclared pooler
 
     def close_if_health_check_failed(self) -> None:
         window = self.settings_dict.get("HEALTH_CHECK_IDLE", 0)
