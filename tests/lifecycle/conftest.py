@@ -191,9 +191,11 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.pop("STATEROOM_TEST_DB_SUFFIX", None)
     env.pop("DATABASE_OWNER_URL", None)  # the subprocess is the app, on the test database
     env.update(
-        DJANGO_SETTINGS_MODULE="stateroom.test_settings",
-        DATABASE_URL=database_url(),
-        DB_CONN_MAX_AGE="0",
-        **extra,
+        {
+            "DJANGO_SETTINGS_MODULE": "stateroom.test_settings",
+            "DATABASE_URL": database_url(),
+            "DB_CONN_MAX_AGE": "0",
+            **extra,
+        }
     )
     return env

@@ -92,7 +92,7 @@ class Worker:
 
 @contextmanager
 def celery_worker_process(
-    queue: str, *, pool: str = "solo", beat: bool = False, **env: str
+    queue: str, *, pool: str = "solo", concurrency: int = 1, beat: bool = False, **env: str
 ) -> Iterator[Worker]:
     """`celery -A stateroom worker` in a subprocess, on this test's database and its own queue.
 
@@ -119,7 +119,7 @@ def celery_worker_process(
         "-P",
         pool,
         "-c",
-        "1",
+        str(concurrency),
         "--without-gossip",
         "--without-mingle",
         "--without-heartbeat",

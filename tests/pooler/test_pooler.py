@@ -9,8 +9,10 @@ answering wrong.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -169,3 +171,30 @@ def test_walking_the_tenants_holds_no_cursor_between_statements(make_tenant):
         cursor.execute("SELECT count(*) FROM pg_cursors")
         open_cursors = cursor.fetchone()[0]
     assert (first.slug, open_cursors, [t.slug for t in walk]) == ("t1", 0, ["t2", "t3"])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("program", ["worker", "beat"])
+def test_a_celery_worker_or_beat_behind_an_undeclared_pooler_does_not_start(program, tenant_a):
+    from pathlib import Path
+
+    celery = str(Path(sys.executable).with_name("celery"))
+    schedule = tempfile.mkdtemp(prefix="pooler-beat-")
+    args = {
+        "worker": ["-P", "solo", "--without-gossip", "--without-mingle"],
+        "beat": ["-s", f"{schedule}/schedule"],
+    }
+    with pgbouncer(pool_size=1) as port:
+        done = subprocess.run(
+            [celery, "-A", "stateroom", program, *args[program], "-l", "INFO"],
+            cwd=ROOT,
+            env=pooled_env(port, CELERY_BROKER_URL="redis://127.0.0.1:1/0"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    shutil.rmtree(schedule, ignore_errors=True)
+    assert done.returncode != 0
+    assert "stateroom: The database connection goes through a pooler or proxy" in (
+        done.stdout + done.stderr
+    )
