@@ -1,4 +1,4 @@
-"""Every background job through PgBouncer in transaction mode: a real worker and its beat.
+"""Every background job and the export through PgBouncer in transaction mode.
 
 The pooler has one server connection for a worker of two processes, so
 every job's transactions share it with the other's. Each scheduled job, a
@@ -8,6 +8,9 @@ the results the same jobs give on a direct connection (tests/lifecycle).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -23,7 +26,7 @@ from sessions_app.store import SessionStore
 from stateroom.celery import app as celery_app
 from tenancy_app.scoping import in_tenant
 from tests.conftest import require_infrastructure
-from tests.infra import pgbouncer, pooled_url
+from tests.infra import ROOT, pgbouncer, pooled_url, subprocess_env
 from tests.lifecycle.conftest import ADMIN, build_session
 from tests.lifecycle.test_retention import days_ago, set_policy
 from tests.lifecycle.test_sweeps import overdue_approval, overdue_run, overdue_session
@@ -124,3 +127,30 @@ def test_every_job_runs_to_completion_through_a_transaction_pooler(tenant_a):
         assert OutboxMessage.objects.filter(sent_at__isnull=True).count() == 0
         assert SessionItem.objects.filter(session__session_id="doomed").count() == 0
         assert SessionItem.objects.filter(session__session_id="to-erase").count() == 0
+
+
+def export(env: dict[str, str], fmt: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.pooler.export_transcript", "acme", "long", fmt],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transcript_export_through_the_pooler_is_the_direct_one(tenant_a):
+    """Items are read a chunk per transaction (500): three chunks, each maybe on another server."""
+    with in_tenant(tenant_a):
+        build_session(tenant_a, "long", items=1201, events=3, effects=2)
+    direct = {fmt: export(subprocess_env(), fmt) for fmt in ("jsonl", "md")}
+    with pgbouncer(pool_size=1) as port:
+        env = subprocess_env(DATABASE_URL=pooled_url(port), DB_POOLER="transaction")
+        pooled = {fmt: export(env, fmt) for fmt in ("jsonl", "md")}
+    assert pooled == direct
+    rows = [json.loads(line) for line in direct["jsonl"].splitlines()]
+    assert [row["seq"] for row in rows if row["type"] == "item"] == list(range(1, 1202))
