@@ -16,7 +16,7 @@ content reaches over five domains and the audit log:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -139,12 +139,29 @@ def resolve(owners: Owners, session: Session) -> Scope:
     )
 
 
-def content_left(owners: Owners, scope: Scope, names: list[str]) -> dict[str, int]:
-    """Rows of each class still holding content in the scope, asked of their owners."""
+def content_left(
+    owners: Owners,
+    scope: Scope,
+    names: list[str],
+    swept: Mapping[tuple[str, Any], Any] | None = None,
+) -> dict[str, int]:
+    """Rows of each class still holding content in the scope, asked of their owners.
+
+    `swept`: (class, container) -> the key a sweep removed every row up to;
+    for an `append_only` class those containers are counted past it only.
+    """
     counts = {}
     for cls, store in owners.registry():
-        if cls.name in names:
-            counts[cls.name] = store.content_left(cls.name, scope.containers(cls.container))
+        if cls.name not in names:
+            continue
+        containers = scope.containers(cls.container)
+        after = {}
+        if cls.append_only and swept:
+            after = {c: swept[cls.name, c] for c in containers if (cls.name, c) in swept}
+        if after:
+            counts[cls.name] = store.content_left(cls.name, containers, after=after)
+        else:
+            counts[cls.name] = store.content_left(cls.name, containers)
     return counts
 
 

@@ -476,7 +476,7 @@ class DeletionStore(BaseStore):
         handled = sweep.batch(limit=batch_size, now=now)
         left: dict[str, int] | None = None  # every class's rows with content, asked once
         if not handled and not sweep.todo:
-            left = content_left(self.owners, sweep.scope, list(CLASS_NAMES))
+            left = content_left(self.owners, sweep.scope, list(CLASS_NAMES), sweep.cursor)
             if any(left.get(name) for name in names):
                 # Reached since this run started (a run attached late): walk again.
                 sweep.restart(resolve(self.owners, session))
@@ -493,7 +493,7 @@ class DeletionStore(BaseStore):
         deletion.finished_at = now
         deletion.save(update_fields=[*fields, "finished_at"])
         if left is None:
-            left = content_left(self.owners, sweep.scope, list(CLASS_NAMES))
+            left = content_left(self.owners, sweep.scope, list(CLASS_NAMES), sweep.cursor)
         if not any(left.values()):
             self.owners.sessions.mark_content_deleted(session, now=now)
         self._audit_session(

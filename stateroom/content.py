@@ -5,7 +5,9 @@ Every domain store (and the audit store) lists the content it keeps as
 
 - `content_left(name, containers)`: how many rows of that class still hold
   content ("rows still holding content"), for the plan, the preview and the
-  last check before a receipt says "done";
+  last check before a receipt says "done"; for a class declared
+  `append_only`, also `content_left(name, containers, after={container: key})`,
+  which counts only past the key a sweep last reached in those containers;
 - `redact_content(name, container, after=, limit=, now=)`: remove the content
   of at most `limit` rows of one container, in key order after `after`, in
   the caller's transaction; returns a `Batch`.
@@ -45,6 +47,12 @@ class ContentClass:
     removal: str  # "rows deleted" or "fields cleared"
     retention: str  # the RetentionPolicy field whose days schedule it
     kept: str  # what stays of these rows, and why
+    # Rows are only ever added, in growing key order under the container's lock,
+    # and the deletion fence stops even that: once a sweep has removed every row
+    # up to a key, none below it can hold content again, so the last check before
+    # "done" starts there instead of walking the index entries of every row the
+    # sweep deleted (a million for a million-item session, not yet vacuumed).
+    append_only: bool = False
 
     def describe(self) -> dict[str, Any]:
         return {

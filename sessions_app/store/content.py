@@ -7,7 +7,7 @@ metadata and end reason (cleared). The session row stays as the tombstone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
@@ -30,6 +30,7 @@ CONTENT: tuple[ContentClass, ...] = (
         removal="rows deleted",
         retention="session_items_days",
         kept="The session's last_seq: how many items it ever had.",
+        append_only=True,  # seq grows under the session's lock; the fence stops appends
     ),
     ContentClass(
         name=SESSION_METADATA,
@@ -86,9 +87,23 @@ class SessionContent(SessionStoreBase):
             ~Q(metadata={}) | ~Q(end_reason="")
         )
 
-    def content_left(self, name: str, containers: Sequence[int]) -> int:
-        """Rows of this class in these sessions that still hold content."""
-        return self._content_rows(name, containers).count()
+    def content_left(
+        self, name: str, containers: Sequence[int], *, after: Mapping[int, int] | None = None
+    ) -> int:
+        """Rows of this class in these sessions that still hold content.
+
+        `after` (items only): session pk -> the seq a sweep has removed every
+        item up to; those sessions are counted past it only.
+        """
+        if not after:
+            return self._content_rows(name, containers).count()
+        if name != SESSION_ITEMS:
+            raise ValueError(f"{name} is not append-only")
+        match = Q(session__in=[pk for pk in containers if pk not in after])
+        for pk in containers:
+            if pk in after:
+                match |= Q(session=pk, seq__gt=after[pk])
+        return SessionItem.objects.filter(tenant=self.tenant).filter(match).count()
 
     def redact_content(
         self, name: str, container: int, *, after: int | None, limit: int, now: datetime
