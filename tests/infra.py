@@ -268,7 +268,9 @@ def pgbouncer(*, pool_mode: str = "transaction", pool_size: int = 4) -> Iterator
 
     from tests.conftest import require_infrastructure
 
-    binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    binary = (
+        os.environ.get("STATEROOM_PGBOUNCER") or shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    )
     require_infrastructure(Path(binary).exists(), "needs pgbouncer (apt-get install pgbouncer)")
     s = connection.settings_dict
     owner = settings.DATABASE_OWNER or {}

@@ -12,7 +12,7 @@ SCRIPT = ROOT / "scripts" / "test_prerequisites.sh"
 
 def run(tmp_path: Path, **env: str) -> list[str]:
     bin_dir = tmp_path / "bin"  # a PATH with `id` and no chromium
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     os.symlink(shutil.which("id"), bin_dir / "id")
     done = subprocess.run(
         ["/bin/bash", str(SCRIPT)],
@@ -24,14 +24,24 @@ def run(tmp_path: Path, **env: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_without_chromium_one_line_says_what_is_missing_and_how_to_get_it(tmp_path):
-    [line] = run(tmp_path, STATEROOM_INSTALL_MISSING="0")
-    assert line.startswith("make test: Chromium is missing, so the browser tests will skip:")
-    assert "apt-get install chromium" in line and "STATEROOM_CHROMIUM=" in line
+def test_without_chromium_or_pgbouncer_one_line_each_says_what_is_missing_and_how(tmp_path):
+    chromium, pgbouncer = run(
+        tmp_path, STATEROOM_INSTALL_MISSING="0", STATEROOM_PGBOUNCER=str(tmp_path / "none")
+    )
+    assert chromium.startswith("make test: Chromium is missing, so the browser tests will skip:")
+    assert "apt-get install chromium" in chromium and "STATEROOM_CHROMIUM=" in chromium
+    assert pgbouncer.startswith("make test: PgBouncer is missing, so the pooler tests will skip:")
+    assert "apt-get install pgbouncer" in pgbouncer
 
 
-def test_with_chromium_it_says_nothing(tmp_path):
-    assert run(tmp_path, STATEROOM_INSTALL_MISSING="0", STATEROOM_CHROMIUM=sys.executable) == []
+def test_with_both_it_says_nothing(tmp_path):
+    lines = run(
+        tmp_path,
+        STATEROOM_INSTALL_MISSING="0",
+        STATEROOM_CHROMIUM=sys.executable,
+        STATEROOM_PGBOUNCER=shutil.which("true"),
+    )
+    assert lines == []
 
 
 def test_make_test_runs_it_before_pytest():
