@@ -60,6 +60,12 @@ def test_an_approval_holding_a_number_beyond_2_53_never_fails_the_pages_or_the_l
     page = client.get(detail_url("a-bad"))
     assert page.status_code == 200
     assert str(BIG) in page.content.decode()
+    assert (
+        "The number at amount is outside ±(2**53 - 1), the integers every JSON reader keeps"
+        " exactly." in page.content.decode()
+    )
+    good = client.get(detail_url("a-good")).content.decode()
+    assert 'data-testid="arguments-problem"' not in good
     assert client.get(f"{INBOX}history/?tab=decided").status_code == 200
     listed = api_a.get("/api/v1/approvals?status=pending")
     assert listed.status_code == 200
