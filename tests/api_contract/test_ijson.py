@@ -132,6 +132,7 @@ def targets(tenant_a, api_a) -> dict[str, str]:
         "effects": "/api/v1/runs/run-w/effects",
         "events": "/api/v1/runs/run-w/events",
         "session metadata": "/api/v1/sessions",
+        "langgraph": "/api/v1/tasks/T-7/langgraph/checkpoints",
     }
 
 
@@ -302,3 +303,29 @@ def test_effect_requests_read_back_the_same_and_request_digest_recomputes(api_a,
     assert jcs(read["request"]) == jcs({"v": value})
     assert read["request"] == {"v": value}
     assert read["request_digest"] == sha({"tool_name": "t", "request": read["request"]})
+
+
+@PROPERTY
+@given(value=VALUES)
+def test_langgraph_json_values_read_back_the_same(api_a, targets, value):
+    n = next(_runs)
+    versions = {"v": f"{n}.0"}
+    body = {
+        "checkpoint": {
+            "v": 1,
+            "id": f"c{n:06d}",
+            "ts": "2026-11-30T10:00:00+00:00",
+            "channel_versions": versions,
+            "versions_seen": {},
+            "updated_channels": ["v"],
+        },
+        "blobs": [{"channel": "v", "version": f"{n}.0", "type": "json", "value": {"v": value}}],
+    }
+    created = assert_refused_or_kept(post(api_a, targets["langgraph"], body), value)
+    if created is None:
+        return
+    newest = api_a.get(f"{targets['langgraph']}?limit=1").json()["results"][0]
+    assert newest["checkpoint"]["id"] == f"c{n:06d}"
+    [channel] = newest["channel_values"]
+    assert jcs(channel["value"]) == jcs({"v": value})
+    assert channel["value"] == {"v": value}
