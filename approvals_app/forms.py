@@ -2,6 +2,9 @@ import json
 
 from django import forms
 
+from stateroom import jsongate
+from stateroom.errors import Unprocessable
+
 from .models import ApprovalRequest, Decision
 
 
@@ -31,11 +34,15 @@ class DecisionForm(forms.Form):
         if not raw or self.data.get("decision") != Decision.EDIT:
             return None
         try:
-            value = json.loads(raw)
+            value = json.loads(raw, parse_constant=_not_json)
         except ValueError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
         if not isinstance(value, dict):
             raise forms.ValidationError("The arguments must be a JSON object.")
+        try:  # the API's rules for JSON (stateroom.jsongate): I-JSON numbers, storable text
+            jsongate.check(value)
+        except Unprocessable as exc:
+            raise forms.ValidationError(exc.message) from exc
         return value
 
     def clean(self):
@@ -48,3 +55,7 @@ class DecisionForm(forms.Form):
         if data.get("decision") != Decision.RESPOND:
             data["response"] = None
         return data
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from stateroom import jsongate
+from stateroom.errors import Unprocessable
 from stateroom.jsonview import Change, diff
 from stateroom.jsonview import json_tree as _value
 from stateroom.jsonview import short as _short
@@ -83,3 +85,15 @@ def schema_changes(details: object) -> list[Change]:
         return []
     old, new = details.get("old"), details.get("new")
     return diff(old if old is not None else {}, new if new is not None else {})
+
+
+def arguments_problem(approval: ApprovalRequest) -> str:
+    """Why the stored arguments break the API's JSON rules, or "": only a row written before
+    the gate refused it can (e.g. jsonb kept `1e16` as an integer RFC 8785 cannot spell)."""
+    if not isinstance(approval.arguments, dict | list):
+        return ""
+    try:
+        jsongate.check(approval.arguments)
+    except Unprocessable as exc:
+        return exc.message
+    return ""

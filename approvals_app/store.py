@@ -30,10 +30,12 @@ reason and response and argument diffs only in detached, redactable payloads.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+import rfc8785
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db import IntegrityError
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet, TextField, Value
@@ -64,6 +66,8 @@ from .models import (
 )
 from .urgency import order_by_urgency
 from .webhooks import notify_decision
+
+logger = logging.getLogger(__name__)
 
 DECISIONS = tuple(Decision.values)
 # Decisions that let the call run (and so count for four-eyes and take its reason rule).
@@ -128,9 +132,16 @@ def arguments_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
         "changed": {
             k: {"old": before[k], "new": after[k]}
             for k in sorted(before.keys() & after.keys())
-            if canonical_json(before[k]) != canonical_json(after[k])
+            if not _same_json(before[k], after[k])
         },
     }
+
+
+def _same_json(one: Any, other: Any) -> bool:
+    try:
+        return canonical_json(one) == canonical_json(other)
+    except rfc8785.CanonicalizationError:  # a number stored before the gate refused it
+        return one == other
 
 
 def overdue(now: datetime) -> Q:
@@ -457,8 +468,24 @@ class ApprovalStore(BaseStore):
         )
 
     def digest(self, approval: ApprovalRequest) -> str:
-        """What a console embeds to bind a decision to the call it showed."""
-        return call_digest(approval.tool_name, approval.arguments)
+        """What a console embeds to bind a decision to the call it showed.
+
+        The digest of the arguments as stored. Arguments stored before the JSON
+        gate refused numbers beyond ±(2**53 - 1) (jsonb kept `1e16` as the integer
+        10000000000000000) have no RFC 8785 form: the digest taken when the call
+        was asked stands for them (it is the one the runtime holds), and it is
+        logged, so that such a row never makes a page or a decision fail.
+        """
+        try:
+            return call_digest(approval.tool_name, approval.arguments)
+        except rfc8785.CanonicalizationError as exc:
+            logger.warning(
+                "Approval %s: its stored arguments have no RFC 8785 form (%s); "
+                "its call_digest as asked stands for them.",
+                approval.approval_id,
+                exc,
+            )
+            return approval.call_digest
 
     # --- the runtime asks -------------------------------------------------
     def request(

@@ -82,7 +82,7 @@ def _parsed(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             return json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than it can read
             return arguments
     return arguments
 

@@ -35,7 +35,8 @@ ERRORS_WRITE = {
     413: error("Body over the size limit"),
     422: error(
         "Field validation failed (details lists the field paths); unknown_field; "
-        "invalid_text (NUL or lone surrogate); nesting_too_deep; too_many_keys; duplicate_key"
+        "invalid_text (NUL or lone surrogate); nesting_too_deep; too_many_keys; duplicate_key; "
+        "number_out_of_range (a number beyond ±(2**53 - 1) however written, 1e16 too)"
     ),
 }
 ERRORS_STATEFUL = {**ERRORS_WRITE, 409: error("Version/revision conflict or invalid transition")}

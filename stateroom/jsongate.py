@@ -13,9 +13,18 @@ hold, with the error shape and without a 5xx:
   is the parser's choice, not the caller's).
 - 422 `nesting_too_deep` / `too_many_keys`: deeper than `MAX_DEPTH` objects and
   arrays, or an object with more than `MAX_KEYS` keys.
-- 422 `number_out_of_range`: not an I-JSON number (RFC 7493): an integer beyond
-  ±(2**53 - 1) or a float too large to be finite (`1e400`). Canonical JSON
-  (RFC 8785, `stateroom.canonical`) and every JSON reader agree on the others.
+- 422 `number_out_of_range`: not an I-JSON number (RFC 7493). The one rule:
+  a number, however it is written, must lie within ±(2**53 - 1) and be finite.
+  `9007199254740993`, `1e16`, `9007199254740992.0` and `1.5e300` are refused
+  as well as `1e400` (too large to be finite): every double of magnitude 2**53
+  or more is an integer, jsonb stores `1e16` as the integer literal
+  `10000000000000000`, and an integer that large is one no JSON reader need
+  keep exactly and RFC 8785 (the `rfc8785` package) refuses, so a digest
+  could not be recomputed from what is read back. Every other number comes
+  back from jsonb as the same value (`0.1`, `1.0`, `-0.0` as `0.0`, the
+  subnormal `1e-320`), with the same canonical JSON (RFC 8785,
+  `stateroom.canonical`): a digest taken of the request is the digest of
+  what is stored and returned.
 """
 
 from __future__ import annotations
@@ -161,10 +170,12 @@ def _explain(value: Any, text_escapes: bool) -> None:
 
 
 def number_problem(number: int | float) -> str | None:
-    if type(number) is int and not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
-        return "is outside ±(2**53 - 1), the integers every JSON reader keeps exactly"
+    """Why `number` is not I-JSON (the module docstring's one rule), or None."""
     if type(number) is float and not math.isfinite(number):
         return "is too large to be a finite number"
+    if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+        # A float this large is a whole number too: jsonb keeps it as an integer literal.
+        return "is outside ±(2**53 - 1), the integers every JSON reader keeps exactly"
     return None
 
 

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals_app.forms import DecisionForm
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from approvals_app.presentation import argument_tree, schema_changes
+from approvals_app.presentation import argument_tree, arguments_problem, schema_changes
 from approvals_app.store import ApprovalStore
 from approvals_app.views import inbox_page, quick_approvable
 from audit_app.actor import Actor
@@ -75,6 +75,7 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "session": session,
         "pending": pending,
         "arguments_tree": argument_tree(approval),
+        "arguments_problem": arguments_problem(approval),
         "arguments_html": highlight_json(approval.arguments),
         "arguments_text": pretty(approval.arguments),
         "edited_html": highlight_json(edited) if edited is not None else "",
