@@ -291,7 +291,8 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Audit -------------------------------------------------------------------
-# A refused attempt (403, 404 on an id) is recorded once per actor and target per window.
+# A refused attempt (403, 404 on an id) is recorded once per actor per window, in the
+# requester's own tenant.
 STATEROOM_DENIED_AUDIT_SECONDS = env_int("STATEROOM_DENIED_AUDIT_SECONDS", 600)
 # Where the beat task appends each tenant's audit chain head (an append-only location
 # outside the database: a mounted volume, WORM storage); unset, nothing is anchored.
