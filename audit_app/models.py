@@ -76,3 +76,20 @@ class AuditPayload(TenantOwned):
 
     def __str__(self) -> str:
         return f"payload of {self.event_id}"
+
+
+class SecurityNotice(models.Model):
+    """A fact about the deployment the web processes noticed (no tenant's data).
+
+    One row per kind (`key`), e.g. `forwarded_for_untrusted`: requests carried
+    `X-Forwarded-For` while no proxy is trusted. `manage.py check --deploy`
+    reads these, since it runs in another process than the one that saw them.
+    """
+
+    key = models.CharField(max_length=64, primary_key=True)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    detail = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"{self.key} (last {self.last_seen_at:%Y-%m-%d %H:%M})"

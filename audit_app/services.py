@@ -202,30 +202,42 @@ def verify_chain(tenant: Tenant) -> AuditEvent | None:
     return None
 
 
+# Where every refusal goes, recorded in a tenant's log or not (outside tenant logs).
+security_log = logging.getLogger("stateroom.security")
+
+# The most of a requester-chosen path an `access.denied` event keeps.
+DENIED_TARGET_CHARS = 128
+
+
 def record_access_denied(
     *, tenant: Tenant, actor: Actor, method: str, path: str, status: int, code: str
 ) -> bool:
     """A security event for a refused attempt (403, or 404 on an id the caller cannot see).
 
-    In its own transaction (the refused request's was rolled back), at most
-    once per actor, target and `STATEROOM_DENIED_AUDIT_SECONDS`: a caller
-    probing ids leaves a record without flooding the chain. Returns whether
-    an event was written.
+    `tenant` is the requester's own (their token's, or a tenant they are a member
+    of), never one they merely tried to reach: a requester cannot write into a
+    log that is not theirs. In its own transaction (the refused request's was
+    rolled back), at most one event per tenant, actor and
+    `STATEROOM_DENIED_AUDIT_SECONDS` window, holding the first refused path
+    (capped): probing 50 paths leaves one record, not 50. Every refusal goes to
+    the `stateroom.security` log. Returns whether an event was written.
     """
     from django.conf import settings
     from django.core.cache import cache
 
     from tenancy_app.scoping import in_tenant
 
-    target = path[:128]
+    target = path[:DENIED_TARGET_CHARS]
+    security_log.warning(
+        "access denied: %s %s %s -> %s %s", actor.label, method, target, status, code
+    )
     key = (
         "audit-denied:"
-        + hashlib.sha256(
-            f"{tenant.pk}|{actor.kind}|{actor.id}|{method}|{target}".encode()
-        ).hexdigest()
+        + hashlib.sha256(f"{tenant.pk}|{actor.kind}|{actor.id}".encode()).hexdigest()
     )
+    window = settings.STATEROOM_DENIED_AUDIT_SECONDS
     try:
-        first = cache.add(key, 1, timeout=settings.STATEROOM_DENIED_AUDIT_SECONDS)
+        first = cache.add(key, 1, timeout=window)
     except Exception:  # the shared cache is down: record rather than lose the event
         logger.warning("cache unavailable; recording access.denied without rate limit")
         first = True
@@ -238,6 +250,7 @@ def record_access_denied(
             action="access.denied",
             target_type="request",
             target_id=target,
-            after={"status": status, "code": code, "method": method},
+            # Refusals by this actor in the next `window_seconds` are only in the security log.
+            after={"status": status, "code": code, "method": method, "window_seconds": window},
         )
     return True

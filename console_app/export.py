@@ -146,9 +146,27 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+# Markdown's inline punctuation: escaped with a backslash, so a value cannot start
+# emphasis, code, a link or an image (line-start markers cannot matter: the value
+# is folded onto the line after a label).
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]~])")
+
+
+def _inline(value: Any) -> str:
+    """A value outside the fences (ids, roles, reasons) as plain text on one line.
+
+    Runtimes write these (user ids, item types, run ids, reasons), so neither HTML
+    (`<`, `>`, `&` become entities, which a viewer shows as the characters) nor
+    Markdown (punctuation backslash-escaped, line breaks folded) passes through.
+    """
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+
+
 def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     session = next(rows)
-    yield f"# Session {session['session_id']}\n\n"
+    yield f"# Session {_inline(session['session_id'])}\n\n"
     for key in (
         "user_id",
         "status",
@@ -160,7 +178,8 @@ def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
         "end_reason",
         "content_deleted_at",
     ):
-        yield f"- **{key}**: {session[key] if session[key] not in (None, '') else '—'}\n"
+        value = session[key]
+        yield f"- **{key}**: {_inline(value) if value not in (None, '') else '—'}\n"
     yield "\n## Transcript\n\n"
     in_items, in_audit = False, False
     for row in rows:
@@ -174,9 +193,10 @@ def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
             # Agent text goes inside a fence it cannot close: a transcript
             # viewer shows it as text, never as markup.
             fence = _fence(body)
-            run = f" · run {row['run_id']}" if row["run_id"] else ""
+            run = f" · run {_inline(row['run_id'])}" if row["run_id"] else ""
+            heading = f"{_inline(row['role'])} · {_inline(row['item_type'])}{run}"
             yield (
-                f"### #{row['seq']} {row['role']} · {row['item_type']}{run} · {row['created_at']}\n\n"
+                f"### #{row['seq']} {heading} · {row['created_at']}\n\n"
                 f"{fence}{lang}\n{body}\n{fence}\n\n"
             )
         else:
@@ -186,11 +206,11 @@ def _markdown(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
                 yield "## Audit events\n\n"
                 in_audit = True
             said = row["reason"] or (row["content"] or {}).get("reason") or ""
-            reason = " ".join(str(said).split())
-            reason = f" — reason: {reason}" if reason else ""
+            reason = f" — reason: {_inline(said)}" if str(said).strip() else ""
             yield (
-                f"- #{row['seq']} {row['created_at']} **{row['action']}** by {row['actor']} "
-                f"on {row['target_type']} {row['target_id']}{reason}\n"
+                f"- #{row['seq']} {row['created_at']} **{row['action']}** by "
+                f"{_inline(row['actor'])} on {row['target_type']} "
+                f"{_inline(row['target_id'])}{reason}\n"
             )
     if not in_audit:
         if not in_items:

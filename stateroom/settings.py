@@ -105,6 +105,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Notes requests from a proxy whose X-Forwarded-For is not trusted (check --deploy).
+    "tenancy_app.proxy.ForwardedForWatchMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "stateroom.edge.LengthRequiredMiddleware",
     "tenancy_app.middleware.RequestSizeLimitMiddleware",
@@ -198,16 +200,19 @@ AUTH_PASSWORD_VALIDATORS = [
 if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-# Console logins: django-axes counts failures per username and per client address
-# and locks out after STATEROOM_LOGIN_FAILURE_LIMIT of either, until the cool-off
-# passes or an admin lifts it (the members page, or `manage.py axes_reset_username`).
+# Console logins: django-axes counts failures per username *and* client address
+# together and locks that pair out after STATEROOM_LOGIN_FAILURE_LIMIT, until the
+# cool-off passes or an admin lifts it (the members page, or `manage.py
+# axes_reset_username`). Never per address alone: behind a proxy that is not
+# trusted (STATEROOM_TRUSTED_PROXY_COUNT) every client has the proxy's address, and
+# one client guessing made-up usernames would lock every user out.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("STATEROOM_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("STATEROOM_LOGIN_LOCKOUT_MINUTES", 60))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "tenancy/locked_out.html"
 AXES_CLIENT_IP_CALLABLE = "stateroom.edge.client_ip"
@@ -299,7 +304,8 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Audit -------------------------------------------------------------------
-# A refused attempt (403, 404 on an id) is recorded once per actor and target per window.
+# A refused attempt (403, 404 on an id) is recorded once per actor per window, in the
+# requester's own tenant.
 STATEROOM_DENIED_AUDIT_SECONDS = env_int("STATEROOM_DENIED_AUDIT_SECONDS", 600)
 # Where the beat task appends each tenant's audit chain head (an append-only location
 # outside the database: a mounted volume, WORM storage); unset, nothing is anchored.

@@ -2,9 +2,10 @@
 
 Some reads come before a tenant is known (the bearer token of a request, a
 user's memberships at login, which tenants have jobs waiting). Those tables
-have RLS without FORCE: the app role, which owns no table, sees nothing there
-outside a tenant; a function owned by the tables' owner (the role that runs
-migrations) answers one narrow question for it. Each function pins its
+have forced RLS like every tenant table (`force_with_definer_lookup`): the
+app role sees nothing there outside a tenant; a function owned by the
+tables' owner (the role that runs migrations) answers one narrow question
+for it across tenants. Each function pins its
 `search_path` (the schema of the tables, then `pg_temp`), as PostgreSQL
 advises for SECURITY DEFINER.
 """
@@ -12,6 +13,29 @@ advises for SECURITY DEFINER.
 from __future__ import annotations
 
 from django.db import migrations
+
+
+def force_with_definer_lookup(table: str) -> tuple[str, str]:
+    """SQL (forward, backward): FORCE RLS on `table`; other tenants' rows only in a definer.
+
+    The `definer_lookup` policy applies to the owner role only (`TO
+    CURRENT_USER`, the role running the migration) and only while it is not
+    the session's own role: inside a SECURITY DEFINER function the app role
+    called (`current_user` the owner, `session_user` the app role). The owner
+    connected itself (migrations, a shell) sees one tenant at a time, and the
+    app role, which is not the owner, never gets the policy.
+    """
+    crossing = "session_user <> current_user"
+    forward = (
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;"
+        f" CREATE POLICY definer_lookup ON {table} TO CURRENT_USER"
+        f" USING ({crossing}) WITH CHECK ({crossing});"
+    )
+    backward = (
+        f"DROP POLICY IF EXISTS definer_lookup ON {table};"
+        f" ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY;"
+    )
+    return forward, backward
 
 
 class DefinerFunction(migrations.operations.base.Operation):

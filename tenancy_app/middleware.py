@@ -10,7 +10,7 @@ from django.shortcuts import redirect
 from django_scopes import scope
 
 from audit_app.actor import Actor
-from audit_app.services import record_access_denied
+from audit_app.services import DENIED_TARGET_CHARS, record_access_denied, security_log
 
 from .access import memberships_of
 from .auth import resolve_bearer
@@ -103,10 +103,7 @@ class TenantMiddleware:
             slug = view_kwargs.pop("tenant_slug")
             found = memberships_of(request.user.pk, tenant_slug=slug)
             if not found:
-                # Recorded in that tenant's log (if it exists): someone tried its console.
-                target = Tenant.objects.filter(slug=slug).first()
-                if target is not None:
-                    _denied(request, target, 404, "not_a_member")
+                _denied_elsewhere(request)
                 raise Http404("No such tenant")
             membership = found[0]
             second_factor = needs_second_factor(request, membership)
@@ -142,6 +139,25 @@ class TenantMiddleware:
         if denied is not None:
             _denied(request, request.tenant, *denied)
         return response
+
+
+def _denied_elsewhere(request) -> None:
+    """A console of a tenant the user is not in (or that does not exist).
+
+    Recorded in the user's own tenants' logs, never the one they tried: else
+    anyone could write rows, with paths of their choosing, into any tenant's
+    append-only log. A user with no tenant is in the security log only.
+    """
+    own = memberships_of(request.user.pk)
+    for membership in own:
+        _denied(request, membership.tenant, 404, "not_a_member")
+    if not own:
+        security_log.warning(
+            "access denied: %s %s %s -> 404 not_a_member",
+            Actor.from_request(request).label,
+            request.method,
+            request.path[:DENIED_TARGET_CHARS],
+        )
 
 
 def _denied(request, tenant: Tenant, status: int, code: str) -> None:

@@ -27,7 +27,7 @@ def events(tenant, action: str | None = None) -> list[AuditEvent]:
         return list(found)
 
 
-def test_another_tenants_id_is_recorded_once_per_target_as_access_denied(
+def test_another_tenants_id_is_recorded_once_per_actor_and_window_as_access_denied(
     tenant_a, tenant_b, make_token
 ):
     with in_tenant(tenant_a):
@@ -38,13 +38,13 @@ def test_another_tenants_id_is_recorded_once_per_target_as_access_denied(
     for _ in range(3):
         assert prober.get("/api/v1/sessions/s-a").status_code == 404
     assert prober.post("/api/v1/sessions/s-a/close", "{}", "application/json").status_code == 404
+    # One record for the window (the first refusal), in the prober's own tenant.
     denied = events(tenant_b, "access.denied")
     assert [(e.target_type, e.target_id, e.after) for e in denied] == [
-        ("request", "/api/v1/sessions/s-a", {"status": 404, "code": "not_found", "method": "GET"}),
         (
             "request",
-            "/api/v1/sessions/s-a/close",
-            {"status": 404, "code": "not_found", "method": "POST"},
+            "/api/v1/sessions/s-a",
+            {"status": 404, "code": "not_found", "method": "GET", "window_seconds": 600},
         ),
     ]
     assert {(e.actor_type, e.actor_label, e.user_agent) for e in denied} == {
@@ -66,11 +66,33 @@ def test_role_refusals_and_foreign_consoles_are_recorded(tenant_a, tenant_b, sup
     )
     outsider = login(admin_b)
     assert outsider.get("/t/acme/sessions/").status_code == 404
-    [foreign] = events(tenant_a, "access.denied")[1:]
-    assert (foreign.actor_label, foreign.after) == (
+    # In the outsider's own tenant's log, not in the log of the tenant they tried.
+    assert len(events(tenant_a, "access.denied")) == 1
+    [foreign] = events(tenant_b, "access.denied")
+    assert (foreign.actor_label, foreign.target_id, foreign.after) == (
         "bob",
-        {"status": 404, "code": "not_a_member", "method": "GET"},
+        "/t/acme/sessions/",
+        {"status": 404, "code": "not_a_member", "method": "GET", "window_seconds": 600},
     )
+
+
+def test_a_member_of_one_tenant_cannot_write_into_another_tenants_log(
+    tenant_a, tenant_b, admin_a, admin_b, make_user, caplog
+):
+    before = len(events(tenant_a))
+    outsider = login(admin_b)
+    for n in range(50):
+        assert outsider.get(f"/t/acme/sessions/{'x' * 300}-{n}/").status_code == 404
+    assert len(events(tenant_a)) == before
+    # Fifty refusals, one record in bob's own log, its path capped.
+    [denied] = events(tenant_b, "access.denied")
+    assert denied.target_id == f"/t/acme/sessions/{'x' * 300}-0/"[:128]
+    # Someone in no tenant writes no tenant's log; the refusal is in the security log.
+    caplog.set_level("WARNING", logger="stateroom.security")
+    loner = login(make_user("loner"))
+    assert loner.get("/t/acme/sessions/").status_code == 404
+    assert len(events(tenant_a)) == before and len(events(tenant_b)) == 1
+    assert "access denied: loner GET /t/acme/sessions/ -> 404 not_a_member" in caplog.text
 
 
 def test_the_user_agent_is_recorded_with_each_action(tenant_a, admin_a):

@@ -148,3 +148,30 @@ def test_export_of_another_tenants_session_is_404(world, admin_b):
 def test_export_unknown_format_is_400(world, admin_a):
     response = login(admin_a).get(f"/t/acme/sessions/{world.session_id}/export.csv")
     assert response.status_code == 400
+
+
+def test_markdown_export_escapes_agent_text_outside_the_fences(make_session, tenant_a, admin_a):
+    """User ids, item roles and types, run ids are a runtime's: never raw HTML or Markdown."""
+    make_session("s-2", user_id="<img src=x onerror=alert(1)>")
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, RUNTIME).append_items(
+            session_id="s-2",
+            items=[
+                {
+                    "role": "<script>alert(2)</script>",
+                    "item_type": "[click](https://evil.example)",
+                    "payload": {"text": "hello"},
+                }
+            ],
+        )
+    text = body(login(admin_a).get("/t/acme/sessions/s-2/export.md"))
+    assert "<img" not in text and "<script" not in text
+    assert "- **user_id**: &lt;img src=x onerror=alert(1)&gt;\n" in text
+    assert (
+        "### #1 &lt;script&gt;alert(2)&lt;/script&gt; · \\[click\\](https://evil.example) · "
+    ) in text
+
+
+def test_markdown_inline_values_fold_lines_and_escape_markup():
+    assert export._inline("a\n# b") == "a # b"
+    assert export._inline("**x** & `y` <b>") == "\\*\\*x\\*\\* &amp; \\`y\\` &lt;b&gt;"

@@ -39,7 +39,7 @@ def test_app_role_is_subject_to_row_level_security(db):
 
 
 # Read before a tenant is known, through SECURITY DEFINER functions owned by the
-# tables' owner: their policy binds the app role (which owns no table), not the owner.
+# tables' owner; forced like every other tenant table (tenancy_app.definer).
 DEFINER_READ = {
     "tenancy_app_runtimetoken",
     "tenancy_app_membership",
@@ -67,7 +67,8 @@ def test_every_table_with_a_tenant_column_has_an_rls_policy(db):
         rows = cursor.fetchall()
         cursor.execute("SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")
         with_policy = {r[0] for r in cursor.fetchall()}
-    assert rows == [(t, True, t not in DEFINER_READ) for t in tables]
+    # Forced, every one of them: the owner too is bound (issue 32).
+    assert rows == [(t, True, True) for t in tables]
     assert with_policy >= set(tables)
 
 
@@ -251,3 +252,80 @@ def test_security_headers_and_csp(client, db):
     assert "script-src 'self'" in csp
     assert response["X-Frame-Options"] == "DENY"
     assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def tables_with_a_tenant_column() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
+            " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') ORDER BY 1"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_every_table_with_a_tenant_column_forces_rls_the_search_index_too(db):
+    tables = tables_with_a_tenant_column()
+    assert {"sessions_app_itemsearch", *DEFINER_READ} <= set(tables)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname FROM pg_class WHERE relname = ANY(%s)"
+            " AND NOT (relrowsecurity AND relforcerowsecurity)",
+            [tables],
+        )
+        assert cursor.fetchall() == []
+
+
+def test_the_app_role_reads_no_other_tenants_rows_of_any_table(
+    tenant_a, tenant_b, make_token, make_user
+):
+    """Tenant B with rows in every kind of table; in tenant A none of them shows."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from outbox_app.models import OutboxMessage
+    from tenancy_app.models import Membership
+    from tests.console_data.conftest import build_world
+
+    build_world(tenant_b)
+    make_token(tenant_b, name="b-worker")
+    make_user("bo", tenant_b)
+    with in_tenant(tenant_b):
+        OutboxMessage.objects.create(tenant=tenant_b, task="t", created_at=timezone.now())
+    tables = tables_with_a_tenant_column()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_b.pk)])
+        cursor.execute(
+            "SELECT set_config('app.item_search', websearch_to_tsquery('english', 'message')::text,"
+            " true)"
+        )
+        in_b = {}
+        for table in tables:
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE tenant_id = %s", [tenant_b.pk])
+            in_b[table] = cursor.fetchone()[0]
+        cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_a.pk)])
+        in_a = {}
+        for table in tables:
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE tenant_id <> %s", [tenant_a.pk])
+            in_a[table] = cursor.fetchone()[0]
+    # The test is not vacuous: B's rows are there, in the tables of issue 32 among others.
+    assert [t for t in (*DEFINER_READ, "sessions_app_itemsearch") if not in_b[t]] == []
+    assert all(in_b[t] > 0 for t in tenant_owned_tables() if t.startswith("sessions_app_s"))
+    assert in_a == dict.fromkeys(tables, 0)
+    with in_tenant(tenant_a):
+        assert not Membership.objects.exclude(tenant=tenant_a).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_owner_outside_a_definer_function_sees_one_tenant_too(
+    tenant_a, tenant_b, make_token, make_user, owner_sql
+):
+    make_token(tenant_b)
+    make_user("bo", tenant_b)
+    for table in sorted(DEFINER_READ | {"sessions_app_itemsearch"}):
+        sql = (f"SELECT count(*) FROM {table} WHERE tenant_id = %s", [tenant_b.pk])
+        assert owner_sql(sql, tenant=tenant_a) == [(0,)], table
+    assert owner_sql(
+        ("SELECT count(*) FROM tenancy_app_runtimetoken WHERE tenant_id = %s", [tenant_b.pk]),
+        tenant=tenant_b,
+    ) == [(1,)]
