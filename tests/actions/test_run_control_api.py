@@ -40,9 +40,7 @@ def state(tenant, run_id="r-1") -> tuple:
 
 
 @pytest.mark.parametrize("role", ["operator", "admin"])
-def test_an_operator_token_suspends_and_resumes_with_the_consoles_audit(
-    make_token, tenant_a, role
-):
+def test_an_operator_token_suspends_and_resumes_with_the_consoles_audit(make_token, tenant_a, role):
     run = make_run(tenant_a)
     api = client(make_token, tenant_a, role)
     status, body = post(
@@ -76,7 +74,10 @@ def test_an_operator_token_suspends_and_resumes_with_the_consoles_audit(
         ("run.suspended", "token", "token:worker", "customer on hold"),
         ("run.resumed", "token", "token:worker", "customer back"),
     ]
-    assert events[-1][4:] == ({"status": "suspended", "version": 3}, {"status": "running", "version": 4})
+    assert events[-1][4:] == (
+        {"status": "suspended", "version": 3},
+        {"status": "running", "version": 4},
+    )
     assert steps == [
         ("suspended", {"status": "suspended", "reason": "customer on hold"}),
         ("running", {"status": "running", "reason": "customer back"}),
@@ -97,7 +98,7 @@ def test_cancel_withdraws_the_pending_approval_in_the_same_call(make_token, tena
 def test_the_runtime_that_created_the_run_may_cancel_it_but_not_suspend_it(make_token, tenant_a):
     own = client(make_token, tenant_a, "runtime")
     other = client(make_token, tenant_a, "runtime")
-    status, created = post(own, "/api/v1/runs", {"run_id": "r-1"})
+    status, _ = post(own, "/api/v1/runs", {"run_id": "r-1"})
     assert status == 201
     before = state(tenant_a)
     for api, action in ((other, "cancel"), (own, "suspend"), (own, "resume")):
@@ -203,7 +204,9 @@ def test_the_reason_limit_is_the_one_rule(make_token, tenant_a):
     """The longest reason the rule takes passes the API too (stateroom.reasons)."""
     make_run(tenant_a)
     reason = "y" * MAX_REASON_LENGTH
-    status, body = post(client(make_token, tenant_a), "/api/v1/runs/r-1/suspend", {"reason": reason})
+    status, body = post(
+        client(make_token, tenant_a), "/api/v1/runs/r-1/suspend", {"reason": reason}
+    )
     assert (status, body["status"]) == (200, "suspended")
 
 
