@@ -193,7 +193,7 @@ def test_the_run_page_says_why_and_that_nobody_holds_the_run(tenant_a, support_a
     body = login(support_a).get("/t/acme/runs/r-1/").content.decode()
     since = resumed.updated_at.strftime("%Y-%m-%d %H:%M:%S")
     assert 'data-testid="unclaimed-warning"' in body
-    assert f"waiting for a worker since <time datetime=" in body
+    assert "waiting for a worker since <time datetime=" in body
     assert f">{since}</time>" in body
     last = body[body.index('data-testid="last-control"') :].split("</dd>")[0]
     assert "Resumed by otto at" in last
