@@ -254,3 +254,19 @@ def test_waiting_filter_query_count(tenant_a, support_a, rows, django_assert_num
     with django_assert_num_queries(layout_queries(client, tenant_a) + 1):  # the runs
         response = client.get("/t/acme/runs/?unclaimed=1")
     assert response.content.decode().count('data-testid="unclaimed-badge"') == rows
+
+
+def test_bulk_suspend_of_every_run_nobody_holds(tenant_a, operator_a):
+    _resumed_long_ago(tenant_a, "r-idle")
+    make_run(tenant_a, run_id="r-fresh")
+    client = login(operator_a)
+    listed = client.get("/t/acme/runs/?unclaimed=1").content.decode()
+    assert 'href="/t/acme/runs/bulk?action=suspend&amp;unclaimed=1"' in listed
+    page = client.get("/t/acme/runs/bulk?action=suspend&unclaimed=1").content.decode()
+    assert 'data-testid="bulk-count">1<' in page
+    done = client.post(
+        "/t/acme/runs/bulk",
+        {"action": "suspend", "unclaimed": "True", "expected_count": 1, "reason": "no worker"},
+    )
+    assert done.status_code == 302
+    assert (status(tenant_a, "r-idle"), status(tenant_a, "r-fresh")) == ("suspended", "running")
