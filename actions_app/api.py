@@ -13,8 +13,14 @@ from rest_framework.response import Response
 from approvals_app.api import ApprovalSerializer, ApprovalVoidIn, approval_data
 from audit_app.actor import Actor
 from runs_app.api import RunOut, RunTransitionIn, run_data
+from runs_app.models import Run
 from stateroom.api import validated
 from stateroom.api_schema import ERRORS_STATEFUL, error
+from stateroom.contract import StrictCharField, StrictIntegerField, StrictSerializer
+from stateroom.errors import Forbidden
+from stateroom.reasons import MAX_REASON_LENGTH
+from tenancy_app.auth import token_has_role
+from tenancy_app.models import TokenRole
 
 from .approvals import ApprovalActions
 from .runs import RunActions
@@ -91,3 +97,120 @@ def approval_void(request, approval_id: str):
     data = validated(ApprovalVoidIn, request, lookup=lambda: actions.approvals.get(approval_id))
     approval = actions.void(approval_id=approval_id, **data)
     return Response(approval_data(approval))
+
+
+# --- run control: cancel, suspend, resume (README "Run control"), as the console's ------
+
+
+class RunControlIn(StrictSerializer):
+    reason = StrictCharField(
+        max_length=MAX_REASON_LENGTH,
+        help_text="Why (audited; shown on the run's page and in its history)",
+    )
+    expected_version = StrictIntegerField(
+        min_value=1,
+        required=False,
+        help_text="The version the caller saw: if the run moved since, 409 version_conflict "
+        "and nothing changes",
+    )
+
+
+_CONTROL_ERRORS = {
+    **ERRORS_STATEFUL,
+    422: error(
+        "validation_error: no reason, a reason over the limit or with text PostgreSQL cannot "
+        "keep (NUL, a lone surrogate), expected_version not a positive integer; unknown_field"
+    ),
+}
+
+
+def _may_control(request, run: Run, action: str) -> None:
+    """403 `operator_required` unless the token is an operator's or an admin's, or, for a
+    cancel, the runtime token that created the run (as a runtime may end its own work)."""
+    if token_has_role(request, TokenRole.OPERATOR):
+        return
+    token = getattr(request, "runtime_token", None)
+    if action == "cancel" and token is not None and run.created_by_token_id == token.pk:
+        return
+    raise Forbidden(
+        "This call needs a token with the operator (or admin) role"
+        + (", or the runtime token that created the run." if action == "cancel" else "."),
+        code="operator_required",
+    )
+
+
+def _control(request, run_id: str, action: str) -> Response:
+    """Look the run up (404), check the role (403), validate the body (422), then the same
+    `RunActions` call as the console's run control: audited, the runtime told."""
+    actions = RunActions(request.tenant, Actor.from_request(request))
+    run = actions.runs.get(run_id)
+    _may_control(request, run, action)
+    data = validated(RunControlIn, request, lookup=lambda: None)
+    changed = actions.control(action=action, run_id=run_id, **data)
+    return Response(run_data(changed))
+
+
+def _control_schema(
+    action: str, audited: str, *, summary: str, roles: str, result: str, conflict: str
+):
+    return extend_schema(
+        operation_id=f"runs_{action}",
+        summary=summary,
+        request=RunControlIn,
+        responses={
+            200: OpenApiResponse(RunOut, description=result),
+            **_CONTROL_ERRORS,
+            403: error(f"operator_required: {roles}"),
+            409: error(
+                f"invalid_transition (details.from, details.to, current_version): {conflict}; "
+                "version_conflict (details.current_version, expected_version, status): the run "
+                "moved since expected_version"
+            ),
+        },
+        description=(
+            "The console's run control, by API: one audited compare-and-set "
+            f"(`{audited}`, with the reason), whatever worker holds the run "
+            "(its claim is dropped). The runtime that created the run hears of it by webhook. "
+            "The reason shows on the run's page and in its history."
+        ),
+    )
+
+
+@_control_schema(
+    "cancel",
+    "run.cancelled",
+    summary="Cancel a run for good; an approval it waits on is withdrawn",
+    roles="the token is neither an operator's or an admin's nor the runtime token that "
+    "created the run",
+    result="The run, now cancelled, at version + 1",
+    conflict="the run has finished",
+)
+@api_view(["POST"])
+def run_cancel(request, run_id: str):
+    return _control(request, run_id, "cancel")
+
+
+@_control_schema(
+    "suspend",
+    "run.suspended",
+    summary="Pause a running or waiting run; an approval it waits on is withdrawn",
+    roles="the token is not an operator's or an admin's",
+    result="The run, now suspended, at version + 1",
+    conflict="the run is not running or waiting_approval, or has finished",
+)
+@api_view(["POST"])
+def run_suspend(request, run_id: str):
+    return _control(request, run_id, "suspend")
+
+
+@_control_schema(
+    "resume",
+    "run.resumed",
+    summary="Hand a suspended run back to its runtime (running, claimed by nobody)",
+    roles="the token is not an operator's or an admin's",
+    result="The run, now resumed (running), at version + 1",
+    conflict="the run is not suspended, or has finished",
+)
+@api_view(["POST"])
+def run_resume(request, run_id: str):
+    return _control(request, run_id, "resume")

@@ -89,6 +89,13 @@ class RunOut(serializers.Serializer):
     claim_until = serializers.DateTimeField(
         allow_null=True, help_text="The claim's lease: past it, another worker may claim the run"
     )
+    unclaimed_since = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Set while the run is running and no worker has held it (no live claim) "
+        "for longer than the tenant's setting (2 minutes unless set): since when nobody "
+        "holds it, the later of its last change and its last claim's end. A resumed or "
+        "decided run waits here until its runtime claims it; null otherwise",
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -175,6 +182,10 @@ class RunListQuery(PageQuery):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     session_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
     task_id = serializers.CharField(max_length=MAX_PUBLIC_ID_LENGTH, required=False)
+    unclaimed = serializers.BooleanField(
+        required=False,
+        help_text="true: only the runs with unclaimed_since set (waiting for a worker)",
+    )
 
 
 class RunEventsQuery(QuerySerializer):
@@ -242,6 +253,7 @@ def run_collection(request):
             status=params.get("status"),
             session_id=params.get("session_id"),
             task_id=params.get("task_id"),
+            unclaimed=params.get("unclaimed") or False,
         )
         return keyset_page(request, queryset, RunOut, page=params)
     data = validated(RunCreateIn, request, lookup=lambda: None)

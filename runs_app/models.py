@@ -1,3 +1,5 @@
+from datetime import datetime, timedelta
+
 from django.db import models
 from django.utils.functional import cached_property
 
@@ -112,6 +114,26 @@ class Run(TenantOwned):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    # Set by the run store's reads (`get`, `list_runs`) from its clock and the tenant's
+    # `unclaimed_run_warning_seconds`; a run the store just wrote was changed now, so
+    # it cannot be waiting yet and None is right for it.
+    unclaimed_since: datetime | None = None
+
+    def waiting_for_worker_since(self, *, now: datetime, grace: timedelta) -> datetime | None:
+        """When a running run was last held or changed, if no claim is live at `now` and that
+        was `grace` or longer ago; else None. `RunStateStore.list_runs` says the same in SQL.
+
+        Every change of status or claim sets `updated_at`, and a claim lapses at
+        `claim_until`: the later of the two is when a worker was last seen to hold it.
+        """
+        if self.status != RunStatus.RUNNING:
+            return None
+        held_until = self.claim_until if self.claimed_by else None
+        if held_until is not None and held_until > now:
+            return None  # a live claim: a worker holds it
+        since = max(self.updated_at, held_until) if held_until else self.updated_at
+        return since if since <= now - grace else None
 
 
 class RunTransition(TenantOwned):

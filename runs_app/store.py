@@ -50,8 +50,9 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection
-from django.db.models import F, Max, Q, QuerySet
+from django.db.models import Case, DateTimeField, F, Max, Q, QuerySet, When
 from django.db.models.expressions import CombinedExpression, Value
+from django.db.models.functions import Greatest
 
 from outbox_app.relay import enqueue
 from sessions_app.models import Session
@@ -325,7 +326,31 @@ class RunStateStore(BaseStore):
         task_row = row[_RUN_WIDTH + _SESSION_WIDTH :]
         run.session = from_row(Session, session_row) if run.session_id else None
         run.task = from_row(Task, task_row) if run.task_id else None
+        run.unclaimed_since = run.waiting_for_worker_since(now=self.now(), grace=self.grace())
         return run
+
+    def grace(self) -> timedelta:
+        """How long a running run may go without a live claim before it is flagged."""
+        return timedelta(seconds=self.tenant.unclaimed_run_warning_seconds)
+
+    def _waiting(self, runs: QuerySet[Run], *, only: bool = False) -> QuerySet[Run]:
+        """`runs` annotated `unclaimed_since` (`Run.waiting_for_worker_since`, in SQL);
+        `only`: just the runs it flags (their condition in WHERE, on the status index)."""
+        cutoff = self.now() - self.grace()
+        held_until = Case(When(claimed_by="", then=Value(None)), default=F("claim_until"))
+        waiting = Q(status=RunStatus.RUNNING, updated_at__lte=cutoff) & (
+            Q(claimed_by="") | Q(claim_until__isnull=True) | Q(claim_until__lte=cutoff)
+        )
+        if only:
+            runs = runs.filter(waiting)
+        return runs.annotate(
+            # PostgreSQL's GREATEST skips NULL: a run never claimed counts from updated_at.
+            unclaimed_since=Case(
+                When(waiting, then=Greatest("updated_at", held_until)),
+                default=Value(None),
+                output_field=DateTimeField(),
+            )
+        )
 
     def list_runs(
         self,
@@ -333,9 +358,11 @@ class RunStateStore(BaseStore):
         status: str | None = None,
         session_id: str | None = None,
         task_id: str | None = None,
+        unclaimed: bool = False,
     ) -> QuerySet[Run]:
-        """Unordered; callers keyset by id."""
-        runs = self._runs().select_related("session", "task")
+        """Unordered; callers keyset by id. Each run carries `unclaimed_since`; `unclaimed`
+        keeps only the runs it flags (running, no live claim for the tenant's grace)."""
+        runs = self._waiting(self._runs().select_related("session", "task"), only=unclaimed)
         if status:
             if status not in RunStatus.values:
                 raise Unprocessable(
@@ -352,6 +379,15 @@ class RunStateStore(BaseStore):
     def transitions(self, run_id: str) -> QuerySet[RunTransition]:
         run = self.get(run_id)
         return RunTransition.objects.filter(tenant=self.tenant, run=run).order_by("version")
+
+    def last_control(self, run: Run) -> RunTransition | None:
+        """The run's latest cancel, suspend or resume by a person (or the system): the
+        step whose changes carry a `reason` (`_by_person`). One query."""
+        return (
+            RunTransition.objects.filter(tenant=self.tenant, run=run, changes__has_key="reason")
+            .order_by("-version")
+            .first()
+        )
 
     def node_executions(self, run_id: str) -> QuerySet[NodeExecution]:
         run = self.get(run_id)
@@ -671,7 +707,9 @@ class RunStateStore(BaseStore):
                 where={"run_id": run_id},
                 sets=sets,
                 conditions=conditions,
-                transition=Transition({"status": to_status}, None, now),
+                transition=Transition(
+                    {"status": to_status, "reason": self._step_reason(reason)}, None, now
+                ),
             )
             if run is None:
                 raise self._why_person_refused(run_id, to_status, allowed, expected_version)
@@ -685,6 +723,12 @@ class RunStateStore(BaseStore):
             )
             self._notify(run, action)
         return run
+
+    def _step_reason(self, reason: str) -> str:
+        """The reason a control step keeps (the run's timeline says why): a person's or an
+        operator token's own words. A runtime's is agent text, which the status history
+        must not keep past a content deletion: the audit event's detached payload has it."""
+        return "" if self.actor.writes_content else reason
 
     def _why_person_refused(
         self, run_id: str, to_status: str, allowed: tuple[str, ...], expected_version: int | None

@@ -24,11 +24,14 @@ class RunFilterForm(forms.Form):
     session_id = forms.CharField(
         required=False, max_length=MAX_PUBLIC_ID_LENGTH, label="Session id"
     )
+    # Running runs no worker holds for longer than the tenant's setting (Run.unclaimed_since).
+    unclaimed = forms.BooleanField(required=False, label="Waiting for a worker")
 
     def store_filters(self) -> dict:
         return {
             "status": self.cleaned_data["status"] or None,
             "session_id": self.cleaned_data["session_id"].strip() or None,
+            "unclaimed": self.cleaned_data["unclaimed"],
         }
 
 

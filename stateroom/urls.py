@@ -1,9 +1,14 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+
+from . import views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("stateroom.api_urls")),
+    # Any other path under /api/ is the API's 404 in its error shape, also with DEBUG on
+    # (where Django would answer a resolver miss with its HTML debug page).
+    re_path(r"^api/", views.api_not_found),
     path("", include("console_app.urls")),
 ]
 

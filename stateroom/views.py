@@ -6,6 +6,7 @@ import sys
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.views.decorators.csrf import csrf_exempt
 
 from . import dberrors
 from .api import error_body
@@ -18,6 +19,14 @@ def handler404(request, exception=None):
     if request.path.startswith(API_PREFIX):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
     return render(request, "errors/404.html", status=404)
+
+
+@csrf_exempt  # no state changes; a POST to no path is 404, not a CSRF refusal
+def api_not_found(request):
+    """No such API path, whatever the method: JSON 404, never a page (see `stateroom.urls`)."""
+    return JsonResponse(
+        error_body("not_found", "No such API path.", {"path": request.path[:200]}), status=404
+    )
 
 
 def handler403(request, exception=None):

@@ -37,6 +37,12 @@ class SessionLeaseForm(forms.Form):
     days = forms.IntegerField(min_value=1, max_value=30, label="Session lease (days)")
 
 
+class UnclaimedRunWarningForm(forms.Form):
+    """How long a running run may go unheld before it is flagged, in minutes (up to a day)."""
+
+    minutes = forms.IntegerField(min_value=1, max_value=1440, label="Minutes")
+
+
 class MemberForm(forms.Form):
     # No limit of its own: a longer name than the user model allows names nobody (not found).
     username = forms.CharField()

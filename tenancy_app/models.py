@@ -35,6 +35,9 @@ class Tenant(models.Model):
     # The lease of a new session unless it asks for another (seed 004): every
     # activity renews it for this long. 30 days, at most 30 days.
     session_lease_seconds = models.PositiveIntegerField(default=30 * 86400, db_default=30 * 86400)
+    # A running run that no worker has held for this long is flagged "waiting for a
+    # worker" (console and API `unclaimed_since`): resumed or decided, nobody claimed it.
+    unclaimed_run_warning_seconds = models.PositiveIntegerField(default=120, db_default=120)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

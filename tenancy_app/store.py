@@ -19,6 +19,9 @@ from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
 MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)
+# The longest wait before a running run nobody holds is flagged: a day, the longest
+# claim lease (runs_app MAX_LEASE_SECONDS); tenancy cannot import runs.
+MAX_UNCLAIMED_WARNING = 86400
 # The limits of the console's tenancy forms (their maxlength comes from here too).
 MAX_TOKEN_NAME_LENGTH = RuntimeToken._meta.get_field("name").max_length
 MAX_WEBHOOK_URL_LENGTH = RuntimeToken._meta.get_field("webhook_url").max_length
@@ -298,6 +301,37 @@ class TenancyStore(BaseStore):
                     after={"session_lease_seconds": seconds},
                 )
         self.tenant.session_lease_seconds = seconds
+
+    def set_unclaimed_run_warning(self, *, seconds: int) -> None:
+        """How long a running run may go without a live claim before the console and the
+        API flag it "waiting for a worker" (audited); 1 s to a day."""
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or not 1 <= seconds <= MAX_UNCLAIMED_WARNING
+        ):
+            raise Unprocessable(
+                "The wait before a run nobody holds is flagged is from 1 second to a day.",
+                details={
+                    "unclaimed_run_warning_seconds": [
+                        f"an integer from 1 to {MAX_UNCLAIMED_WARNING}"
+                    ]
+                },
+            )
+        with transaction.atomic():
+            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
+            before = tenant.unclaimed_run_warning_seconds
+            if before != seconds:
+                tenant.unclaimed_run_warning_seconds = seconds
+                tenant.save(update_fields=["unclaimed_run_warning_seconds"])
+                self._audit(
+                    "tenant.settings_changed",
+                    "tenant",
+                    tenant.slug,
+                    before={"unclaimed_run_warning_seconds": before},
+                    after={"unclaimed_run_warning_seconds": seconds},
+                )
+        self.tenant.unclaimed_run_warning_seconds = seconds
 
     def retention(self) -> RetentionPolicy:
         return RetentionPolicy.objects.filter(tenant=self.tenant).first() or RetentionPolicy(

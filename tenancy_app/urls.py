@@ -12,6 +12,11 @@ urlpatterns = [
     path("two-factor", views.set_require_2fa, name="require-2fa"),
     path("quick-approve", views.set_quick_approve, name="quick-approve"),
     path("session-lease", views.set_session_lease, name="session-lease"),
+    path(
+        "unclaimed-run-warning",
+        views.set_unclaimed_run_warning,
+        name="unclaimed-run-warning",
+    ),
     path("members/", views.settings_members, name="members"),
     path("members/<int:user_id>/remove", views.remove_member, name="remove-member"),
     path("members/<int:user_id>/unlock", views.unlock_member, name="unlock-member"),

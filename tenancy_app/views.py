@@ -17,7 +17,14 @@ from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post
 
 from .access import memberships_of, require_permission
-from .forms import FourEyesForm, LegalHoldForm, MemberForm, QuickApproveForm, SessionLeaseForm
+from .forms import (
+    FourEyesForm,
+    LegalHoldForm,
+    MemberForm,
+    QuickApproveForm,
+    SessionLeaseForm,
+    UnclaimedRunWarningForm,
+)
 from .models import Role, TokenRole
 from .permissions import Permission
 from .store import TenancyStore
@@ -200,6 +207,23 @@ def set_session_lease(request):
         )
     else:
         messages.error(request, "A session lease is 1 to 30 days.")
+    return _back(request, "tenancy:settings")
+
+
+@require_permission(Permission.MANAGE)
+@require_POST
+def set_unclaimed_run_warning(request):
+    form = UnclaimedRunWarningForm(request.POST)
+    if form.is_valid():
+        minutes = form.cleaned_data["minutes"]
+        _store(request).set_unclaimed_run_warning(seconds=minutes * 60)
+        messages.success(
+            request,
+            f"A running run that no worker holds for {minutes} minute"
+            f"{'s' if minutes != 1 else ''} is flagged as waiting for a worker.",
+        )
+    else:
+        messages.error(request, "The wait is 1 to 1440 minutes.")
     return _back(request, "tenancy:settings")
 
 

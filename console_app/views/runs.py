@@ -97,6 +97,8 @@ def run_detail(request, run_id: str):
             ),
             "can_settle": request.membership.can(Permission.SETTLE_EFFECTS),
             "controls": control_choices(run),
+            # Why it was last cancelled, suspended or resumed, by whom (the person's words).
+            "last_control": store.last_control(run),
         }
     return render_page(request, "runs/detail.html", context, fragment=fragment)
 

@@ -66,3 +66,28 @@ def test_bulk_cancel_by_filter_with_a_changed_count_refusal(
     assert [status(tenant_a, r) for r in ("s-0", "s-1", "s-2", "s-late", "busy")] == [
         "cancelled"
     ] * 4 + ["running"]
+
+
+def test_a_run_nobody_holds_is_flagged_on_its_page_and_in_the_lists_filter(
+    page, live_server, console_login, operator_a, tenant_a
+):
+    from tests.browser.axe import assert_accessible
+    from tests.console_data.test_run_control_pages import _resumed_long_ago
+
+    _resumed_long_ago(tenant_a, "r-idle")  # resumed 15 minutes ago, claimed by nobody
+    make_run(tenant_a, run_id="r-busy")
+    console_login(page, live_server, "otto")
+    page.goto(f"{live_server.url}/t/acme/runs/")
+    expect(page.get_by_test_id("run-row")).to_have_count(2)
+    page.get_by_test_id("filter-unclaimed").check()  # htmx: the list follows the filter
+    expect(page.get_by_test_id("run-row")).to_have_count(1)
+    expect(page.get_by_test_id("unclaimed-badge")).to_contain_text("waiting for a worker since")
+    assert "unclaimed=1" in page.url
+    assert_accessible(page, "the runs list, filtered")
+    page.get_by_role("link", name="r-idle").click()
+    expect(page.get_by_test_id("unclaimed-warning")).to_contain_text(
+        "No worker holds this run: waiting for a worker since"
+    )
+    expect(page.get_by_test_id("last-control")).to_contain_text("Resumed by otto at")
+    expect(page.get_by_test_id("last-control")).to_contain_text("customer <b>fixed</b> the card")
+    assert_accessible(page, "a run nobody holds")

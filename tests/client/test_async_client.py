@@ -140,6 +140,16 @@ def test_every_async_method_against_the_live_server(server):
             assert detached.attached_run_ids == []
             assert (await sr.close_session("s-1", reason="bye")).status == "closed"
 
+            other_run = await sr.create_run(run_id="r-2")
+            await sr.transition_run("r-2", expected_version=other_run.version, status="running")
+            assert (await ops.suspend_run("r-2", reason="hold")).status == "suspended"
+            assert (await ops.resume_run("r-2", reason="go", expected_version=3)).status == (
+                "running"
+            )
+            assert (await sr.cancel_run("r-2", reason="done with it")).status == "cancelled"
+            assert [r.run_id for r in await sr.list_runs(unclaimed=True)] == []
+            assert [r.run_id async for r in sr.iter_runs(unclaimed=True)] == []
+
     asyncio.run(scenario())
 
 

@@ -478,3 +478,49 @@ def test_data_lifecycle_for_admin_tokens_and_content_deleted_for_late_writes(
         assert admin.get_erasure(erasure.erasure_id).status == "done"
         with pytest.raises(NotFound):
             admin.get_erasure("era_nope")
+
+
+def test_run_control_by_an_operator_token_and_the_runtime_that_made_the_run(
+    client, operator, other
+):
+    run = client.create_run(run_id="r-ctl")
+    run = client.transition_run("r-ctl", expected_version=run.version, status="running")
+    with pytest.raises(Forbidden) as refused:
+        client.suspend_run("r-ctl", reason="only operators pause runs")
+    assert refused.value.code == "operator_required"
+    with pytest.raises(NotFound):
+        other.cancel_run("r-ctl", reason="not mine")
+    with pytest.raises(VersionConflict):
+        operator.suspend_run("r-ctl", reason="hold", expected_version=run.version - 1)
+    with pytest.raises(ValidationError):
+        operator.suspend_run("r-ctl", reason="")
+    suspended = operator.suspend_run("r-ctl", reason="hold", expected_version=run.version)
+    assert (suspended.status, suspended.version) == ("suspended", run.version + 1)
+    resumed = operator.resume_run("r-ctl", reason="go on")
+    assert (resumed.status, resumed.claimed_by, resumed.unclaimed_since) == ("running", "", None)
+    with pytest.raises(InvalidTransition):
+        operator.resume_run("r-ctl", reason="again")
+    cancelled = client.cancel_run("r-ctl", reason="the user left")  # its own run
+    assert (cancelled.status, cancelled.version) == ("cancelled", run.version + 3)
+    with pytest.raises(InvalidTransition):
+        operator.cancel_run("r-ctl", reason="too late")
+
+
+def test_runs_waiting_for_a_worker_are_listed_with_since_when(server, client):
+    from actions_app.runs import RunActions
+    from audit_app.actor import Actor
+    from tenancy_app.scoping import in_tenant
+
+    run = client.create_run(run_id="r-idle")
+    client.transition_run("r-idle", expected_version=run.version, status="running")
+    client.create_run(run_id="r-new")
+    suspended = datetime.now(UTC) - timedelta(minutes=10)
+    with in_tenant(server.tenant):  # paused and resumed ten minutes ago, by the store's clock
+        people = RunActions(server.tenant, Actor.system("ops"), clock=lambda: suspended)
+        people.suspend(run_id="r-idle", reason="pause")
+        resumed = people.resume(run_id="r-idle", reason="go on")
+    [idle] = client.list_runs(unclaimed=True)
+    assert (idle.run_id, idle.unclaimed_since) == ("r-idle", resumed.updated_at)
+    assert [r.run_id for r in client.iter_runs(unclaimed=True)] == ["r-idle"]
+    assert client.get_run("r-idle").unclaimed_since == resumed.updated_at
+    assert client.get_run("r-new").unclaimed_since is None

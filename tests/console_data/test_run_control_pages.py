@@ -169,3 +169,104 @@ def test_bulk_confirm_query_count(tenant_a, operator_a, rows, django_assert_num_
     with django_assert_num_queries(layout_queries(client, tenant_a) + 1):  # one COUNT
         body = client.get("/t/acme/runs/bulk?action=resume").content.decode()
     assert f'data-testid="bulk-count">{rows}<' in body
+
+
+def _resumed_long_ago(tenant, run_id="r-1", minutes=15):
+    """A run suspended and resumed `minutes` ago by the store's clock, claimed by nobody."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from actions_app.runs import RunActions
+    from audit_app.actor import Actor
+
+    make_run(tenant, run_id=run_id)
+    then = timezone.now() - timedelta(minutes=minutes)
+    with in_tenant(tenant):
+        people = RunActions(tenant, Actor("user", "9", "otto"), clock=lambda: then)
+        people.suspend(run_id=run_id, reason="card declined")
+        return people.resume(run_id=run_id, reason="customer <b>fixed</b> the card")
+
+
+def test_the_run_page_says_why_and_that_nobody_holds_the_run(tenant_a, support_a):
+    resumed = _resumed_long_ago(tenant_a)
+    body = login(support_a).get("/t/acme/runs/r-1/").content.decode()
+    since = resumed.updated_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert 'data-testid="unclaimed-warning"' in body
+    assert "waiting for a worker since <time datetime=" in body
+    assert f">{since}</time>" in body
+    last = body[body.index('data-testid="last-control"') :].split("</dd>")[0]
+    assert "Resumed by otto at" in last
+    assert "<q>customer &lt;b&gt;fixed&lt;/b&gt; the card</q>" in last  # escaped
+    reasons = [
+        r.split("</q>")[0] for r in body.split('data-testid="history-reason">Reason: <q>')[1:]
+    ]
+    assert reasons == ["customer &lt;b&gt;fixed&lt;/b&gt; the card", "card declined"]
+
+
+def test_a_run_held_by_a_worker_or_just_resumed_shows_no_warning(tenant_a, support_a):
+    from audit_app.actor import Actor
+    from runs_app.store import RunStateStore
+
+    run = make_run(tenant_a, run_id="r-held")
+    with in_tenant(tenant_a):
+        RunStateStore(tenant_a, Actor.system("w")).claim(
+            run_id="r-held", worker="w1", expected_version=run.version
+        )
+    make_run(tenant_a, run_id="r-fresh")
+    client = login(support_a)
+    for run_id in ("r-held", "r-fresh"):
+        body = client.get(f"/t/acme/runs/{run_id}/").content.decode()
+        assert 'data-testid="unclaimed-warning"' not in body
+        assert 'data-testid="last-control"' not in body
+
+
+def test_the_runs_list_filters_runs_waiting_for_a_worker(tenant_a, support_a):
+    from tests.console_data.test_runs import run_ids
+
+    _resumed_long_ago(tenant_a, "r-idle")
+    make_run(tenant_a, run_id="r-fresh")
+    make_run(tenant_a, run_id="r-paused", status="suspended")
+    client = login(support_a)
+    everything = client.get("/t/acme/runs/")
+    assert run_ids(everything) == ["r-paused", "r-fresh", "r-idle"]
+    assert everything.content.decode().count('data-testid="unclaimed-badge"') == 1
+    waiting = client.get("/t/acme/runs/?unclaimed=1")
+    assert run_ids(waiting) == ["r-idle"]
+    assert 'name="unclaimed" value="1" checked' in waiting.content.decode()
+    assert run_ids(client.get("/t/acme/runs/?unclaimed=1&status=suspended")) == []
+
+
+def test_other_tenants_do_not_see_the_waiting_run(tenant_a, admin_b):
+    from tests.console_data.test_runs import run_ids
+
+    _resumed_long_ago(tenant_a, "r-idle")
+    client = login(admin_b)
+    assert run_ids(client.get("/t/globex/runs/?unclaimed=1")) == []
+    assert client.get("/t/globex/runs/r-idle/").status_code == 404
+
+
+@pytest.mark.parametrize("rows", [1, 20])
+def test_waiting_filter_query_count(tenant_a, support_a, rows, django_assert_num_queries):
+    for n in range(rows):
+        _resumed_long_ago(tenant_a, f"r-{n}")
+    client = login(support_a)
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 1):  # the runs
+        response = client.get("/t/acme/runs/?unclaimed=1")
+    assert response.content.decode().count('data-testid="unclaimed-badge"') == rows
+
+
+def test_bulk_suspend_of_every_run_nobody_holds(tenant_a, operator_a):
+    _resumed_long_ago(tenant_a, "r-idle")
+    make_run(tenant_a, run_id="r-fresh")
+    client = login(operator_a)
+    listed = client.get("/t/acme/runs/?unclaimed=1").content.decode()
+    assert 'href="/t/acme/runs/bulk?action=suspend&amp;unclaimed=1"' in listed
+    page = client.get("/t/acme/runs/bulk?action=suspend&unclaimed=1").content.decode()
+    assert 'data-testid="bulk-count">1<' in page
+    done = client.post(
+        "/t/acme/runs/bulk",
+        {"action": "suspend", "unclaimed": "True", "expected_count": 1, "reason": "no worker"},
+    )
+    assert done.status_code == 302
+    assert (status(tenant_a, "r-idle"), status(tenant_a, "r-fresh")) == ("suspended", "running")

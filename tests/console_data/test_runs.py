@@ -190,8 +190,9 @@ def test_inspector_query_count(make_run, tenant_a, operator_a, rows, django_asse
             version = runs.get("r-1").version
     client = login(operator_a)
     # The run, then each store read loads the run again before its rows:
-    # history, events, effects (resume preview), nodes; and the approvals.
-    with django_assert_num_queries(layout_queries(client, tenant_a) + 10):
+    # history, events, effects (resume preview), nodes; and the approvals; and the
+    # last run control (its reason).
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 11):
         body = client.get("/t/acme/runs/r-1/").content.decode()
     assert body.count('data-testid="effect-row"') == rows
     assert body.count('data-testid="node-row"') == rows

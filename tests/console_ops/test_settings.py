@@ -432,3 +432,25 @@ def test_an_admin_sets_the_session_lease_of_the_tenant(admin_a, operator_a, tena
     with in_tenant(tenant_a):
         event = AuditEvent.objects.filter(action="tenant.settings_changed").latest("seq")
     assert event.after == {"session_lease_seconds": 7 * 86400}
+
+
+def test_an_admin_sets_how_long_a_run_may_go_unheld(admin_a, operator_a, admin_b, tenant_a):
+    client = login(admin_a)
+    assert "Now 2 minutes." in client.get(BASE).content.decode()
+    url = BASE + "unclaimed-run-warning"
+    assert login(operator_a).post(url, {"minutes": "5"}).status_code == 403
+    assert login(admin_b).post(url, {"minutes": "5"}).status_code == 404
+    for bad in ("0", "1441", "soon"):
+        client.post(url, {"minutes": bad})
+        tenant_a.refresh_from_db()
+        assert tenant_a.unclaimed_run_warning_seconds == 120
+    client.post(url, {"minutes": "10"})
+    tenant_a.refresh_from_db()
+    assert tenant_a.unclaimed_run_warning_seconds == 600
+    assert "Now 10 minutes." in client.get(BASE).content.decode()
+    with in_tenant(tenant_a):
+        event = AuditEvent.objects.filter(action="tenant.settings_changed").latest("seq")
+    assert (event.before, event.after) == (
+        {"unclaimed_run_warning_seconds": 120},
+        {"unclaimed_run_warning_seconds": 600},
+    )

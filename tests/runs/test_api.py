@@ -67,6 +67,7 @@ def test_create_run_returns_201_in_created_at_version_1(api_a, tenant_a):
         "version": 1,
         "claimed_by": None,
         "claim_until": None,
+        "unclaimed_since": None,
     }
     assert reload(tenant_a, "r-1")["deadline_at"] == datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -190,6 +191,7 @@ def test_transition_applies_changes_and_returns_version_plus_1(api_a, tenant_a):
         "version": 2,
         "claimed_by": None,
         "claim_until": None,
+        "unclaimed_since": None,
     }
     failed = post(
         api_a,

@@ -320,9 +320,18 @@ class Endpoints:
 
     @staticmethod
     def list_runs(
-        *, status: str | None, session_id: str | None, limit: int | None
+        *,
+        status: str | None,
+        session_id: str | None,
+        limit: int | None,
+        unclaimed: bool | None = None,
     ) -> Call[m.Page[m.Run]]:
-        params = {"status": status, "session_id": session_id, "limit": limit}
+        params = {
+            "status": status,
+            "session_id": session_id,
+            "limit": limit,
+            "unclaimed": "true" if unclaimed else None,
+        }
         return Call("GET", "/runs", _page(m.Run.from_json), params=params, retry=True)
 
     @staticmethod
@@ -341,6 +350,15 @@ class Endpoints:
     ) -> Call[m.Run]:
         body = _body(worker=worker, expected_version=expected_version, lease_seconds=lease_seconds)
         return Call("POST", f"/runs/{_id(run_id)}/claim", _one(m.Run.from_json), body=body)
+
+    @staticmethod
+    def control_run(
+        run_id: str, action: str, *, reason: str, expected_version: int | None
+    ) -> Call[m.Run]:
+        """`cancel`, `suspend` or `resume` (operator or admin tokens; cancel also the
+        runtime token that created the run)."""
+        body = _body(reason=reason, expected_version=expected_version)
+        return Call("POST", f"/runs/{_id(run_id)}/{action}", _one(m.Run.from_json), body=body)
 
     @staticmethod
     def append_events(

@@ -279,13 +279,25 @@ class AsyncStateroomClient:
         status: str | None = None,
         session_id: str | None = None,
         limit: int | None = None,
+        unclaimed: bool = False,
     ) -> m.Page[m.Run]:
-        return await self._call(E.list_runs(status=status, session_id=session_id, limit=limit))
+        """`unclaimed=True`: only running runs no worker has held for longer than the
+        tenant's setting (their `unclaimed_since` is set)."""
+        return await self._call(
+            E.list_runs(status=status, session_id=session_id, limit=limit, unclaimed=unclaimed)
+        )
 
     def iter_runs(
-        self, *, status: str | None = None, session_id: str | None = None, page_size: int = 100
+        self,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+        page_size: int = 100,
+        unclaimed: bool = False,
     ) -> AsyncIterator[m.Run]:
-        return self._pages(E.list_runs(status=status, session_id=session_id, limit=page_size))
+        return self._pages(
+            E.list_runs(status=status, session_id=session_id, limit=page_size, unclaimed=unclaimed)
+        )
 
     async def transition_run(
         self,
@@ -346,6 +358,35 @@ class AsyncStateroomClient:
                 expected_version=expected_version,
                 lease_seconds=lease_seconds,
             )
+        )
+
+    async def cancel_run(
+        self, run_id: str, *, reason: str, expected_version: int | None = None
+    ) -> m.Run:
+        """End the run as `cancelled` (an approval it waits on is withdrawn), audited with
+        `reason`. An operator or admin token, or the runtime token that created the run.
+        `expected_version`: a run that moved since raises `VersionConflict`; a finished
+        one `InvalidTransition`."""
+        return await self._call(
+            E.control_run(run_id, "cancel", reason=reason, expected_version=expected_version)
+        )
+
+    async def suspend_run(
+        self, run_id: str, *, reason: str, expected_version: int | None = None
+    ) -> m.Run:
+        """Pause a running or waiting run (`suspended`), audited with `reason`; operator or
+        admin tokens. Its runtime is told by webhook and stops at its next checkpoint."""
+        return await self._call(
+            E.control_run(run_id, "suspend", reason=reason, expected_version=expected_version)
+        )
+
+    async def resume_run(
+        self, run_id: str, *, reason: str, expected_version: int | None = None
+    ) -> m.Run:
+        """Hand a suspended run back to its runtime (`running`, held by nobody until a
+        worker claims it), audited with `reason`; operator or admin tokens."""
+        return await self._call(
+            E.control_run(run_id, "resume", reason=reason, expected_version=expected_version)
         )
 
     async def append_events(

@@ -269,13 +269,25 @@ class StateroomClient:
         status: str | None = None,
         session_id: str | None = None,
         limit: int | None = None,
+        unclaimed: bool = False,
     ) -> m.Page[m.Run]:
-        return self._call(E.list_runs(status=status, session_id=session_id, limit=limit))
+        """`unclaimed=True`: only running runs no worker has held for longer than the
+        tenant's setting (their `unclaimed_since` is set)."""
+        return self._call(
+            E.list_runs(status=status, session_id=session_id, limit=limit, unclaimed=unclaimed)
+        )
 
     def iter_runs(
-        self, *, status: str | None = None, session_id: str | None = None, page_size: int = 100
+        self,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+        page_size: int = 100,
+        unclaimed: bool = False,
     ) -> Iterator[m.Run]:
-        return self._pages(E.list_runs(status=status, session_id=session_id, limit=page_size))
+        return self._pages(
+            E.list_runs(status=status, session_id=session_id, limit=page_size, unclaimed=unclaimed)
+        )
 
     def transition_run(
         self,
@@ -336,6 +348,31 @@ class StateroomClient:
                 expected_version=expected_version,
                 lease_seconds=lease_seconds,
             )
+        )
+
+    def cancel_run(self, run_id: str, *, reason: str, expected_version: int | None = None) -> m.Run:
+        """End the run as `cancelled` (an approval it waits on is withdrawn), audited with
+        `reason`. An operator or admin token, or the runtime token that created the run.
+        `expected_version`: a run that moved since raises `VersionConflict`; a finished
+        one `InvalidTransition`."""
+        return self._call(
+            E.control_run(run_id, "cancel", reason=reason, expected_version=expected_version)
+        )
+
+    def suspend_run(
+        self, run_id: str, *, reason: str, expected_version: int | None = None
+    ) -> m.Run:
+        """Pause a running or waiting run (`suspended`), audited with `reason`; operator or
+        admin tokens. Its runtime is told by webhook and stops at its next checkpoint."""
+        return self._call(
+            E.control_run(run_id, "suspend", reason=reason, expected_version=expected_version)
+        )
+
+    def resume_run(self, run_id: str, *, reason: str, expected_version: int | None = None) -> m.Run:
+        """Hand a suspended run back to its runtime (`running`, held by nobody until a
+        worker claims it), audited with `reason`; operator or admin tokens."""
+        return self._call(
+            E.control_run(run_id, "resume", reason=reason, expected_version=expected_version)
         )
 
     def append_events(

@@ -138,6 +138,8 @@ class Run:
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
     claimed_by: str = ""  # the worker that claimed the run ("" while nobody has)
     claim_until: datetime | None = None  # its lease
+    # Running, and no worker has held it for longer than the tenant's setting: since when.
+    unclaimed_since: datetime | None = None
 
     TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -167,6 +169,7 @@ class Run:
             raw=data,
             claimed_by=_str(data.get("claimed_by")),
             claim_until=_dt(data.get("claim_until")),
+            unclaimed_since=_dt(data.get("unclaimed_since")),
         )
 
 
