@@ -592,7 +592,7 @@ class StateroomClient:
 
     def list_graph_checkpoints(
         self,
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,
@@ -614,7 +614,7 @@ class StateroomClient:
 
     def iter_graph_checkpoints(
         self,
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,
