@@ -96,7 +96,8 @@ def test_the_first_ainvoke_of_a_new_thread_works(server, durability):
 
 
 @pytest.mark.parametrize("durability", DURABILITIES)
-def test_a_node_that_interrupts_twice_resumes_through_each(saver, durability):
+def test_a_node_that_interrupts_twice_resumes_through_each(saver, client, durability):
+    client.create_task(task_id="twice", objective="made first: this test is about resumes")
     graph = asks_twice().compile(checkpointer=saver)
     first = graph.invoke({"steps": []}, cfg("twice"), durability=durability)
     assert [i.value for i in first["__interrupt__"]] == [{"question": "amount?"}]
@@ -165,7 +166,7 @@ class Chat(TypedDict):
     messages: Annotated[list, add_messages]
 
 
-def test_a_long_message_history_is_not_held_to_the_body_limit(saver):
+def test_a_long_message_history_is_not_held_to_the_body_limit(saver, client):
     """~0.8 MB of text a turn: the checkpoint (and the writes) go over the usual 1 MB."""
     chunk = "lorem ipsum dolor sit amet " * 3000  # ~80 KB
 
@@ -177,6 +178,7 @@ def test_a_long_message_history_is_not_held_to_the_body_limit(saver):
     builder.add_edge(START, "reply")
     builder.add_edge("reply", END)
     graph = builder.compile(checkpointer=saver)
+    client.create_task(task_id="long", objective="made first: this test is about size")
     for _turn in range(5):
         graph.invoke({"messages": [HumanMessage(content=chunk)]}, cfg("long"))
     state = graph.get_state(cfg("long"))

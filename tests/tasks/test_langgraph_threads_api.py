@@ -13,7 +13,6 @@ import base64
 import pytest
 from django.test import Client, override_settings
 
-from tasks_app.langgraph_store import task_id_for
 from tasks_app.models import GraphCheckpoint, GraphWrite, Task
 from tenancy_app.scoping import in_tenant
 
@@ -82,6 +81,8 @@ def test_two_resumes_of_one_task_in_one_call_keep_the_last(api_a, tenant_a):
 
 @pytest.mark.parametrize("thread_id", ODD_IDS)
 def test_any_thread_id_is_kept_as_given(api_a, tenant_a, thread_id):
+    from tasks_app.langgraph_store import task_id_for
+
     assert put(api_a, thread_id, "c1", metadata={"step": 1}).status_code == 201
     assert write(api_a, thread_id, "c1", []).status_code == 201
     page = search(api_a, thread_id=thread_id).json()
