@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, TypedDict
 
 import pytest
@@ -189,3 +191,40 @@ def test_a_long_message_history_is_not_held_to_the_body_limit(saver, client):
         "HumanMessage",
         "AIMessage",
     ]
+
+
+def test_a_new_threads_first_put_and_write_at_once_make_one_thread(server, client):
+    """LangGraph's "async" durability sends them together: both land, on one task."""
+    body = {
+        "checkpoint": {
+            "v": 4,
+            "id": "c1",
+            "ts": "2026-12-05T10:00:00+00:00",
+            "channel_versions": {},
+            "versions_seen": {},
+        },
+        "blobs": [],
+    }
+    writes = {"checkpoint_id": "c1", "graph_task_id": "t1", "writes": []}
+    thread_ids = [f"race {n}/x" for n in range(20)]
+    with (
+        StateroomClient(server.url, server.token) as one,
+        StateroomClient(server.url, server.token) as two,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        for thread_id in thread_ids:
+            barrier = threading.Barrier(2)
+
+            def put(thread_id=thread_id, barrier=barrier):
+                barrier.wait()
+                return one.put_graph_checkpoint(thread_id, body)
+
+            def write(thread_id=thread_id, barrier=barrier):
+                barrier.wait()
+                return two.put_graph_writes(thread_id, writes)
+
+            put_done, write_done = pool.submit(put), pool.submit(write)
+            assert put_done.result()["checkpoint_id"] == "c1"
+            assert write_done.result() == 0
+    with in_tenant(server.tenant):
+        assert sorted(Task.objects.values_list("thread_id", flat=True)) == sorted(thread_ids)
