@@ -313,7 +313,12 @@ STATEROOM_AUDIT_ANCHOR_DIR = os.environ.get("STATEROOM_AUDIT_ANCHOR_DIR") or Non
 
 # --- API --------------------------------------------------------------------
 STATEROOM_MAX_BODY_BYTES = env_int("STATEROOM_MAX_BODY_BYTES", 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = STATEROOM_MAX_BODY_BYTES
+# The LangGraph thread endpoints alone (/api/v1/langgraph/..., /api/v1/tasks/<id>/langgraph/...):
+# a checkpoint carries the graph's whole state (a long message history), so it gets more.
+STATEROOM_LANGGRAPH_MAX_BODY_BYTES = env_int("STATEROOM_LANGGRAPH_MAX_BODY_BYTES", 32 * 1024 * 1024)
+# Django's own guard comes after RequestSizeLimitMiddleware, which holds each route to its
+# limit (tenancy_app.middleware.body_limit): it only has to let the larger one through.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(STATEROOM_MAX_BODY_BYTES, STATEROOM_LANGGRAPH_MAX_BODY_BYTES)
 STATEROOM_LONG_POLL_MAX_SECONDS = 30
 # An effect `started` longer than this is listed for a person to settle (effects queue).
 STATEROOM_EFFECT_STUCK_MINUTES = env_int("STATEROOM_EFFECT_STUCK_MINUTES", 10)

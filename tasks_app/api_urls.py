@@ -31,4 +31,18 @@ urlpatterns = [
     path("tasks/<pid:task_id>/langgraph/copy", langgraph_api.copy, name="api-langgraph-copy"),
     path("tasks/<pid:task_id>/langgraph/prune", langgraph_api.prune, name="api-langgraph-prune"),
     path("langgraph/runs/delete", langgraph_api.delete_runs, name="api-langgraph-delete-runs"),
+    # The same, a thread named in the query or body: any string LangGraph takes.
+    path(
+        "langgraph/checkpoints",
+        langgraph_api.thread_checkpoints,
+        name="api-langgraph-thread-checkpoints",
+    ),
+    path("langgraph/writes", langgraph_api.thread_writes, name="api-langgraph-thread-writes"),
+    path(
+        "langgraph/threads/delete",
+        langgraph_api.thread_delete,
+        name="api-langgraph-thread-delete",
+    ),
+    path("langgraph/threads/copy", langgraph_api.thread_copy, name="api-langgraph-thread-copy"),
+    path("langgraph/threads/prune", langgraph_api.thread_prune, name="api-langgraph-thread-prune"),
 ]

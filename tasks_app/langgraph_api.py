@@ -1,8 +1,11 @@
 """Runtime API for LangGraph threads: what `stateroom_client.langgraph.StateroomSaver` calls.
 
-A thread is a task (`/tasks/{task_id}` with the thread id as task id);
-these endpoints keep its checkpoints, channel values and pending writes
-(docs/architecture.md, "LangGraph threads"). Values travel as
+A thread is a task; these endpoints keep its checkpoints, channel values and
+pending writes (docs/architecture.md, "LangGraph threads"). The saver
+addresses a thread by its id in the query or the body (`/langgraph/...`):
+LangGraph takes any string as a thread id, and a put or a write makes the
+thread's task on a thread's first call. The older `/tasks/{task_id}/langgraph/...`
+routes address a thread whose id is a public id, and make no task. Values travel as
 `{"type": "json", "value": ...}` (plain JSON, readable in the console) or
 `{"type": "<serializer type>", "data": "<base64>"}` (LangGraph's serializer
 output, kept as bytes).
@@ -13,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -34,7 +38,7 @@ from stateroom.contract import (
     limit_field,
     query,
 )
-from stateroom.errors import Unprocessable
+from stateroom.errors import NotFound, Unprocessable
 
 from .langgraph_store import (
     CHANNEL_MAX,
@@ -43,6 +47,7 @@ from .langgraph_store import (
     NS_MAX,
     STRATEGIES,
     TASK_PATH_MAX,
+    THREAD_ID_MAX,
     TYPE_MAX,
     Blob,
     CheckpointTuple,
@@ -111,6 +116,18 @@ class PutIn(StrictSerializer):
     )
 
 
+def thread_id_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(
+        max_length=THREAD_ID_MAX,
+        help_text=f"LangGraph's thread id, as given: any text of 1-{THREAD_ID_MAX} characters",
+        **kwargs,
+    )
+
+
+class ThreadPutIn(PutIn):
+    thread_id = thread_id_field()
+
+
 class PutOut(serializers.Serializer):
     thread_id = serializers.CharField()
     checkpoint_ns = serializers.CharField()
@@ -127,6 +144,10 @@ class WritesIn(StrictSerializer):
     writes = WriteIn(many=True)
 
 
+class ThreadWritesIn(WritesIn):
+    thread_id = thread_id_field()
+
+
 class WritesOut(serializers.Serializer):
     written = serializers.IntegerField(help_text="Rows written; a repeated write is not counted")
 
@@ -137,6 +158,18 @@ class CopyIn(StrictSerializer):
 
 class PruneIn(StrictSerializer):
     strategy = StrictChoiceField(choices=STRATEGIES, default="keep_latest")
+
+
+class ThreadIn(StrictSerializer):
+    thread_id = thread_id_field()
+
+
+class ThreadCopyIn(ThreadIn):
+    target_thread_id = thread_id_field()
+
+
+class ThreadPruneIn(ThreadIn, PruneIn):
+    pass
 
 
 class DeleteRunsIn(StrictSerializer):
@@ -219,13 +252,29 @@ class ListQuery(QuerySerializer):
     )
 
 
-def _list_query(request) -> dict[str, Any]:
+class ThreadListQuery(ListQuery):
+    thread_id = serializers.CharField(
+        required=False,
+        max_length=THREAD_ID_MAX,
+        trim_whitespace=False,
+        help_text="Only this thread; absent: search every thread of the tenant",
+    )
+
+
+def _list_query(request, serializer=ListQuery) -> dict[str, Any]:
     """The list's filters; `checkpoint_ns=` (empty) is the root namespace, absent is every one."""
-    params = query(request, ListQuery)
+    params = query(request, serializer)
+    if "thread_id" in request.query_params and serializer is ThreadListQuery:
+        if not request.query_params["thread_id"]:  # `thread_id=` is no thread, not every one
+            raise Unprocessable(
+                "thread_id must not be blank.",
+                details={"thread_id": ["may not be blank; leave it out to search every thread"]},
+            )
+        params["thread_id"] = request.query_params["thread_id"]
     if "checkpoint_ns" in request.query_params:
         params["checkpoint_ns"] = request.query_params["checkpoint_ns"]
     out: dict[str, Any] = {"limit": params.pop("limit", DEFAULT_LIMIT)}
-    for name in ("checkpoint_ns", "checkpoint_id", "before"):
+    for name in ("thread_id", "checkpoint_ns", "checkpoint_id", "before"):
         if name in params:
             out[name] = params[name]
     if "metadata" in params:
@@ -277,28 +326,36 @@ def checkpoints(request, task_id: str):
     store = _store(request)
     if request.method == "POST":
         data = validated(PutIn, request, lookup=lambda: store.thread(task_id))
-        created = not_found_first(
-            lambda: store.put(
-                thread_id=task_id,
-                checkpoint_ns=data["checkpoint_ns"],
-                checkpoint=data["checkpoint"],
-                metadata=data["metadata"],
-                parent_checkpoint_id=data["parent_checkpoint_id"] or "",
-                blobs=[
-                    Blob(channel=b["channel"], version=b["version"], value=b["parsed"])
-                    for b in data["blobs"]
-                ],
-            ),
-            lambda: store.thread(task_id),
-        )
-        body = {
-            "thread_id": task_id,
-            "checkpoint_ns": data["checkpoint_ns"],
-            "checkpoint_id": data["checkpoint"]["id"],
-        }
-        return Response(body, status=201 if created else 200)
+        return _put(store, task_id, data, lookup=lambda: store.thread(task_id))
     query = not_found_first(lambda: _list_query(request), lambda: store.thread(task_id))
-    rows, more = store.list_checkpoints(thread_id=task_id, **query)
+    return _page(request, store, {**query, "thread_id": task_id})
+
+
+def _put(store: GraphThreadStore, thread_id: str, data: dict, *, lookup) -> Response:
+    created = not_found_first(
+        lambda: store.put(
+            thread_id=thread_id,
+            checkpoint_ns=data["checkpoint_ns"],
+            checkpoint=data["checkpoint"],
+            metadata=data["metadata"],
+            parent_checkpoint_id=data["parent_checkpoint_id"] or "",
+            blobs=[
+                Blob(channel=b["channel"], version=b["version"], value=b["parsed"])
+                for b in data["blobs"]
+            ],
+        ),
+        lookup,
+    )
+    body = {
+        "thread_id": thread_id,
+        "checkpoint_ns": data["checkpoint_ns"],
+        "checkpoint_id": data["checkpoint"]["id"],
+    }
+    return Response(body, status=201 if created else 200)
+
+
+def _page(request, store: GraphThreadStore, query: dict[str, Any]) -> Response:
+    rows, more = store.list_checkpoints(**query)
     next_url = None
     if more:
         params = request.query_params.copy()
@@ -324,9 +381,13 @@ def checkpoints(request, task_id: str):
 def writes(request, task_id: str):
     store = _store(request)
     data = validated(WritesIn, request, lookup=lambda: store.thread(task_id))
+    return _put_writes(store, task_id, data, lookup=lambda: store.thread(task_id))
+
+
+def _put_writes(store: GraphThreadStore, thread_id: str, data: dict, *, lookup) -> Response:
     written = not_found_first(
         lambda: store.put_writes(
-            thread_id=task_id,
+            thread_id=thread_id,
             checkpoint_ns=data["checkpoint_ns"],
             checkpoint_id=data["checkpoint_id"],
             graph_task_id=data["graph_task_id"],
@@ -335,7 +396,7 @@ def writes(request, task_id: str):
                 Write(idx=w["idx"], channel=w["channel"], value=w["parsed"]) for w in data["writes"]
             ],
         ),
-        lambda: store.thread(task_id),
+        lookup,
     )
     return Response({"written": written}, status=201)
 
@@ -411,3 +472,133 @@ def prune(request, task_id: str):
 def delete_runs(request):
     data = validated(DeleteRunsIn, request, lookup=lambda: None)
     return Response(_store(request).delete_for_runs(run_ids=data["run_ids"]))
+
+
+# --- threads addressed by id in the query or body (what the saver calls) -----------
+def _none() -> None:
+    return None
+
+
+def _new_thread_too(store: GraphThreadStore, thread_id: str, write: Callable[[], Response]):
+    """`write()`; on an unknown thread, make its task and write again.
+
+    LangGraph's first call on a new thread may be a put or a write (with
+    durability "exit", writes come first): either makes the thread. The
+    known thread's path stays the one statement of the store.
+    """
+    try:
+        return write()
+    except NotFound:
+        store.ensure_thread(thread_id)
+        return write()
+
+
+@extend_schema(
+    methods=["GET"],
+    tags=TAGS,
+    operation_id="langgraph_search",
+    summary="Checkpoints of one thread (`thread_id`) or of every thread, newest first",
+    parameters=[ThreadListQuery],
+    responses={200: CheckpointPage, **ERRORS_READ, 422: error("Invalid filter, limit or cursor")},
+)
+@extend_schema(
+    methods=["POST"],
+    tags=TAGS,
+    operation_id="langgraph_put",
+    summary="Store a checkpoint of `thread_id`; a new thread's task is made",
+    request=ThreadPutIn,
+    responses={
+        201: PutOut,
+        200: PutOut,
+        **ERRORS_STATEFUL,
+        409: error("invalid_transition: the thread's task is finished"),
+        422: error("Field validation failed, or not_serializable; details lists the fields"),
+    },
+)
+@api_view(["GET", "POST"])
+def thread_checkpoints(request):
+    store = _store(request)
+    if request.method == "POST":
+        data = validated(ThreadPutIn, request, lookup=lambda: None)
+        return _new_thread_too(
+            store, data["thread_id"], lambda: _put(store, data["thread_id"], data, lookup=_none)
+        )
+    return _page(request, store, _list_query(request, ThreadListQuery))
+
+
+@extend_schema(
+    tags=TAGS,
+    operation_id="langgraph_put_writes",
+    summary="Store pending writes of `thread_id`; a new thread's task is made",
+    request=ThreadWritesIn,
+    responses={
+        201: WritesOut,
+        **ERRORS_STATEFUL,
+        409: error("invalid_transition: the thread's task is finished"),
+        422: error("Field validation failed, or not_serializable; details lists the fields"),
+    },
+)
+@api_view(["POST"])
+def thread_writes(request):
+    store = _store(request)
+    data = validated(ThreadWritesIn, request, lookup=lambda: None)
+    return _new_thread_too(
+        store, data["thread_id"], lambda: _put_writes(store, data["thread_id"], data, lookup=_none)
+    )
+
+
+@extend_schema(
+    tags=TAGS,
+    operation_id="langgraph_delete",
+    summary="Delete a thread's checkpoints, values and writes (delete_thread); the task stays",
+    request=ThreadIn,
+    responses={
+        200: Counts,
+        **ERRORS_STATEFUL,
+        409: error("legal_hold: the tenant or a session the thread served is on legal hold"),
+    },
+)
+@api_view(["POST"])
+def thread_delete(request):
+    data = validated(ThreadIn, request, lookup=lambda: None)
+    return Response(_store(request).delete_thread(thread_id=data["thread_id"]))
+
+
+@extend_schema(
+    tags=TAGS,
+    operation_id="langgraph_copy",
+    summary="Copy a thread to `target_thread_id` (copy_thread); a new target's task is made",
+    request=ThreadCopyIn,
+    responses={
+        200: Counts,
+        **ERRORS_STATEFUL,
+        409: error("invalid_transition: the target's task is finished"),
+    },
+)
+@api_view(["POST"])
+def thread_copy(request):
+    data = validated(ThreadCopyIn, request, lookup=lambda: None)
+    return Response(
+        _store(request).copy_thread(
+            thread_id=data["thread_id"],
+            target_thread_id=data["target_thread_id"],
+            create_target=True,
+        )
+    )
+
+
+@extend_schema(
+    tags=TAGS,
+    operation_id="langgraph_prune",
+    summary="Prune a thread: keep each namespace's latest checkpoint, or delete all (prune)",
+    request=ThreadPruneIn,
+    responses={
+        200: Counts,
+        **ERRORS_STATEFUL,
+        409: error("legal_hold: the tenant or a session the thread served is on legal hold"),
+    },
+)
+@api_view(["POST"])
+def thread_prune(request):
+    data = validated(ThreadPruneIn, request, lookup=lambda: None)
+    return Response(_store(request).prune(thread_id=data["thread_id"], strategy=data["strategy"]))

@@ -25,14 +25,17 @@ its values, writes and checkpoint metadata are the task's content
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import IntegrityError
 from django.db.models import Exists, F, Func, OuterRef, Subquery
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
+from stateroom.ids import is_valid_public_id
 from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 
@@ -56,6 +59,26 @@ EMPTY_TYPE = "empty"  # the channel had no value at this version
 STRATEGIES = ("keep_latest", "delete")
 INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's channel for a task's interrupts
 CHECKPOINT_KEYS = frozenset({"v", "id", "ts", "channel_versions", "versions_seen"})
+THREAD_ID_MAX = Task._meta.get_field("thread_id").max_length
+# The thread a task keeps: LangGraph's id as given, or the task id when it was one.
+_THREAD_OF = "COALESCE(thread_id, task_id)"
+
+
+def task_id_for(thread_id: str) -> str:
+    """The task id of a LangGraph thread: the thread id when it is a public id, else derived.
+
+    LangGraph takes any string as a thread id (an email, `slack:C1/1712.5`, a
+    sentence); the task keeps such an id in `Task.thread_id` and goes by a
+    digest of it, which is the same in every process (so two first puts of a
+    new thread meet on the task's unique id).
+    """
+    if is_valid_public_id(thread_id):
+        return thread_id
+    return "lg_" + hashlib.sha256(thread_id.encode()).hexdigest()[:40]
+
+
+def valid_thread_id(thread_id: Any, field: str = "thread_id") -> str:
+    return _text(thread_id, field, max_length=THREAD_ID_MAX)
 
 
 def _invalid(field: str, message: str) -> Unprocessable:
@@ -115,6 +138,10 @@ def _text(value: Any, field: str, *, max_length: int, allow_blank: bool = False)
         )
     if "\x00" in value:
         raise _invalid(field, "must not contain NUL")
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:  # a lone surrogate: PostgreSQL text cannot hold it
+        raise _invalid(field, "must be valid Unicode text") from exc
     return value
 
 
@@ -136,15 +163,45 @@ def _version_json(version: Any, field: str) -> str:
 class GraphThreadStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def thread(self, thread_id: str) -> Task:
-        task = Task.objects.filter(tenant=self.tenant, task_id=thread_id).first()
+        task = self._find(thread_id)
         if task is None:
-            raise NotFound("No such thread (task).", details={"task_id": thread_id})
+            raise NotFound("No such thread (task).", details={"thread_id": thread_id})
+        return task
+
+    def _find(self, thread_id: str) -> Task | None:
+        task = Task.objects.filter(tenant=self.tenant, task_id=task_id_for(thread_id)).first()
+        # A derived task id names only the thread it was derived from.
+        if task is None or (task.thread_id or task.task_id) != thread_id:
+            return None
+        return task
+
+    def ensure_thread(self, thread_id: str) -> Task:
+        """The thread's task, made now if there is none (a new LangGraph thread)."""
+        thread_id = valid_thread_id(thread_id)
+        task = self._find(thread_id)
+        if task is not None:
+            return task
+        now = self.now()
+        task_id = task_id_for(thread_id)
+        task = Task(
+            tenant=self.tenant,
+            task_id=task_id,
+            thread_id=None if task_id == thread_id else thread_id,
+            objective=f"LangGraph thread {thread_id}",
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            with self.atomic():
+                task.save(force_insert=True)
+        except IntegrityError:  # another request made it first
+            return self.thread(thread_id)
         return task
 
     def list_checkpoints(
         self,
         *,
-        thread_id: str,
+        thread_id: str | None = None,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,
         before: str | None = None,
@@ -159,12 +216,17 @@ class GraphThreadStore(BaseStore):
         (task path, task id, index). `after_key` is the keyset cursor
         (checkpoint_id, row id) of the last row of the previous page.
         Returns the rows and whether more follow; an unknown thread is 404.
+        `thread_id` None searches every thread of the tenant (LangGraph's
+        `list(None, filter=...)`).
         """
-        where = [
-            "c.tenant_id = %s",
-            f"c.task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s)",
-        ]
-        params: list[Any] = [self.tenant.pk, self.tenant.pk, thread_id]
+        where = ["c.tenant_id = %s"]
+        params: list[Any] = [self.tenant.pk]
+        if thread_id is not None:
+            where.append(
+                f"c.task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
+                f" AND {_THREAD_OF} = %s)"
+            )
+            params.extend([self.tenant.pk, task_id_for(thread_id), thread_id])
         if checkpoint_ns is not None:
             where.append("c.checkpoint_ns = %s")
             params.append(checkpoint_ns)
@@ -195,7 +257,8 @@ class GraphThreadStore(BaseStore):
             " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
             " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
             f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.task_id = c.task_id"
-            " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id)"
+            " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id),"
+            f" (SELECT {_THREAD_OF} FROM {_TASKS} t WHERE t.id = c.task_id)"
             f" FROM {_CHECKPOINTS} c WHERE {' AND '.join(where)}"
             " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s"
         )
@@ -203,12 +266,12 @@ class GraphThreadStore(BaseStore):
         with hot_cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-        if not rows:
+        if not rows and thread_id is not None:
             self.thread(thread_id)  # 404 for an unknown thread
         tuples = [
             CheckpointTuple(
                 pk=row[0],
-                thread_id=thread_id,
+                thread_id=row[9],
                 checkpoint_ns=row[1],
                 checkpoint_id=row[2],
                 parent_checkpoint_id=row[3],
@@ -309,7 +372,8 @@ class GraphThreadStore(BaseStore):
         now = self.now()
         sql = (
             f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-            " AND status NOT IN (%s, %s, %s) AND content_fenced_at IS NULL),"
+            f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
+            " AND content_fenced_at IS NULL),"
             f" b AS (INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
             " type, value, data, size_bytes)"
             " SELECT %s, t.id, %s, x.channel, (x.version::jsonb #>> '{}'), x.type, x.value::jsonb,"
@@ -329,6 +393,7 @@ class GraphThreadStore(BaseStore):
         size = len(body.encode()) + len(meta.encode()) + sum(columns[5])
         params = [
             self.tenant.pk,
+            task_id_for(thread_id),
             thread_id,
             *_TERMINAL,
             self.tenant.pk,
@@ -344,12 +409,14 @@ class GraphThreadStore(BaseStore):
             size,
             now,
         ]
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        if row is None:
-            raise self._not_writable(thread_id)
-        return bool(row[0])
+        for _attempt in range(2):
+            with hot_cursor() as cursor:
+                cursor.execute(sql, params)
+                row = cursor.fetchone()
+            if row is not None:
+                return bool(row[0])
+            self._refuse_unwritable(thread_id)
+        raise self._not_writable(thread_id)
 
     def put_writes(
         self,
@@ -375,19 +442,22 @@ class GraphThreadStore(BaseStore):
         graph_task_path = _text(
             graph_task_path, "graph_task_path", max_length=TASK_PATH_MAX, allow_blank=True
         )
-        columns: list[list[Any]] = [[], [], [], [], [], []]
+        kept: dict[int, tuple[Any, ...]] = {}
         for n, write in enumerate(writes):
             if isinstance(write.idx, bool) or not isinstance(write.idx, int):
                 raise _invalid(f"writes[{n}].idx", "must be an integer")
             channel = _text(write.channel, f"writes[{n}].channel", max_length=CHANNEL_MAX)
             kind, text, data, size = write.value.sql(f"writes[{n}].value")
-            for column, value in zip(
-                columns, (write.idx, channel, kind, text, data, size), strict=True
-            ):
-                column.append(value)
+            # One row per index, as in one statement: a special channel's last
+            # write wins (two resumes of one task, say), a regular index's first.
+            if write.idx < 0 or write.idx not in kept:
+                kept[write.idx] = (write.idx, channel, kind, text, data, size)
+        columns: list[list[Any]] = [list(column) for column in zip(*kept.values(), strict=True)]
+        columns = columns or [[], [], [], [], [], []]
         sql = (
             f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-            " AND status NOT IN (%s, %s, %s) AND content_fenced_at IS NULL),"
+            f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
+            " AND content_fenced_at IS NULL),"
             f" w AS (INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
             " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
             " created_at)"
@@ -403,6 +473,7 @@ class GraphThreadStore(BaseStore):
         )
         params = [
             self.tenant.pk,
+            task_id_for(thread_id),
             thread_id,
             *_TERMINAL,
             self.tenant.pk,
@@ -413,22 +484,29 @@ class GraphThreadStore(BaseStore):
             self.now(),
             *columns,
         ]
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params)
-            found, written = cursor.fetchone()
-        if not found:
-            raise self._not_writable(thread_id)
-        return written
+        for _attempt in range(2):
+            with hot_cursor() as cursor:
+                cursor.execute(sql, params)
+                found, written = cursor.fetchone()
+            if found:
+                return written
+            self._refuse_unwritable(thread_id)
+        raise self._not_writable(thread_id)
 
-    def copy_thread(self, *, thread_id: str, target_thread_id: str) -> dict[str, int]:
+    def copy_thread(
+        self, *, thread_id: str, target_thread_id: str, create_target: bool = False
+    ) -> dict[str, int]:
         """Copy every checkpoint, blob and pending write of a thread to another thread.
 
-        The target is an existing task (404 `target_not_found` otherwise);
-        rows it already has are kept. Returns the rows copied per table.
+        The target is an existing task (404 `target_not_found` otherwise), or
+        made now with `create_target`; rows it already has are kept. Returns
+        the rows copied per table.
         """
         with self.atomic():
             source = self.thread(thread_id)
-            target = Task.objects.filter(tenant=self.tenant, task_id=target_thread_id).first()
+            if create_target:
+                self.ensure_thread(target_thread_id)
+            target = self._find(target_thread_id)
             if target is None:
                 raise NotFound(
                     "No such target thread (task).",
@@ -609,6 +687,17 @@ class GraphThreadStore(BaseStore):
         if task.content_fenced_at is not None:
             return ContentDeleted("task", task_id=task.task_id)
         return self._finished(task)
+
+    def _refuse_unwritable(self, thread_id: str) -> None:
+        """After a hot statement found no writable task: raise why, unless there is one now.
+
+        A thread's task made by a concurrent first call (a put and a write of a
+        new thread race) commits between the statement and this look: the
+        caller runs its statement again.
+        """
+        task = self.thread(thread_id)  # 404 for an unknown thread
+        if task.content_fenced_at is not None or task.status in TERMINAL_TASK_STATUSES:
+            raise self._not_writable(thread_id)
 
     @staticmethod
     def _finished(task: Task) -> Conflict:

@@ -18,6 +18,9 @@ class Task(TenantOwned):
     """DurableTaskState of seed 000: the facts a long task needs to continue in a new process."""
 
     task_id = models.CharField(max_length=128)
+    # A LangGraph thread id as LangGraph gave it, when it is not itself a
+    # public id (the task id is then derived from it: langgraph_store.task_id_for).
+    thread_id = models.CharField(max_length=512, null=True, blank=True)
     objective = models.TextField()
     constraints = models.JSONField(default=list, blank=True)
     plan_version = models.CharField(max_length=64, blank=True, default="")

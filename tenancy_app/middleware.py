@@ -1,4 +1,5 @@
 import logging
+import re
 import uuid
 
 from django.conf import settings
@@ -38,6 +39,17 @@ def non_atomic_tenant_view(view):
 DRAIN_LIMIT = 64 * 1024 * 1024
 
 
+# The LangGraph checkpointer's routes: a checkpoint is a graph's whole state.
+LANGGRAPH_PATH = re.compile(r"^/api/v1/(?:langgraph/|tasks/[^/]+/langgraph(?:/|$))")
+
+
+def body_limit(path: str) -> int:
+    """The body limit of a request to `path` (settings: STATEROOM_*MAX_BODY_BYTES)."""
+    if LANGGRAPH_PATH.match(path):
+        return settings.STATEROOM_LANGGRAPH_MAX_BODY_BYTES
+    return settings.STATEROOM_MAX_BODY_BYTES
+
+
 class RequestSizeLimitMiddleware:
     """413 before anything parses a body over the configured limit.
 
@@ -56,7 +68,8 @@ class RequestSizeLimitMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if length > settings.STATEROOM_MAX_BODY_BYTES:
+        limit = body_limit(request.path_info)
+        if length > limit:
             left = min(length, DRAIN_LIMIT)
             while left > 0 and (chunk := request.read(min(left, 64 * 1024))):
                 left -= len(chunk)
@@ -65,7 +78,7 @@ class RequestSizeLimitMiddleware:
                     "error": {
                         "code": "payload_too_large",
                         "message": "Request body is over the size limit.",
-                        "details": {"limit_bytes": settings.STATEROOM_MAX_BODY_BYTES},
+                        "details": {"limit_bytes": limit},
                     }
                 },
                 status=413,

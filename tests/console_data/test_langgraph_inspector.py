@@ -209,3 +209,21 @@ def test_other_tenants_and_unknown_checkpoints_are_404(tenant_a, admin_b, suppor
     assert own.get("/t/acme/tasks/order-A-1/langgraph/nope/?ns=").status_code == 404
     assert own.get(f"/t/acme/tasks/order-A-1/langgraph/{ids[0]}/?ns=child").status_code == 404
     assert own.get(f"/t/acme/tasks/order-A-1/langgraph/diff?ns=&a={ids[0]}&b=x").status_code == 404
+
+
+def test_a_thread_whose_id_is_no_public_id_shows_it_as_given(tenant_a, support_a):
+    thread_id = "user@example.com/chat <1>"
+    with in_tenant(tenant_a):
+        store = GraphThreadStore(tenant_a, RUNTIME)
+        task = store.ensure_thread(thread_id)
+        store.put(
+            thread_id=thread_id,
+            checkpoint_ns="",
+            checkpoint=_checkpoint("1f0-0001", {}),
+            metadata={"step": -1},
+        )
+    assert task.task_id.startswith("lg_")
+    body = login(support_a).get(f"/t/acme/tasks/{task.task_id}/").content.decode()
+    assert 'data-testid="thread-id">user@example.com/chat &lt;1&gt;</span>' in body
+    assert "Checkpoints LangGraph saved for thread" in body
+    assert "user@example.com/chat &lt;1&gt;</span>, newest first" in body

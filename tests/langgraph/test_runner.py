@@ -10,7 +10,7 @@ from langgraph.types import interrupt
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
-from stateroom_client.langgraph import GraphRunner, StateroomSaver
+from stateroom_client.langgraph import GraphRunner, StateroomSaver, stateroom_interrupt
 from tenancy_app.scoping import in_tenant
 
 from .refunds import build_graph, refunds_made
@@ -129,3 +129,45 @@ def test_a_graph_written_for_agent_inbox_works_unchanged(client, operator):
     )
     outcome = runner.resume("mail-1")
     assert (outcome.status, outcome.values) == ("succeeded", {"email": "Hello", "sent": "Hi!"})
+
+
+def test_a_rejections_reason_reaches_the_graph(client, operator):
+    """Agent Inbox's `ignore` carries the operator's reason (every rejection gives one)."""
+
+    def review(state: Inbox) -> dict[str, Any]:
+        answer = stateroom_interrupt("send_email", {"body": state["email"]})
+        return {"sent": f"{answer['type']}:{answer['args']}"}
+
+    builder = StateGraph(Inbox)
+    builder.add_node("review", review)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    runner = GraphRunner(client, builder.compile(checkpointer=StateroomSaver(client)))
+    run_id, reason = "rej-1", "Refunds over 1000 need a receipt"
+    (approval,) = runner.start({"email": "Hi"}, thread_id=run_id, run_id=run_id).approvals
+    operator.decide_approval(approval.approval_id, decision="reject", reason=reason)
+    outcome = runner.resume(run_id)
+    assert (outcome.status, outcome.values["sent"]) == ("succeeded", f"ignore:{reason}")
+
+
+@pytest.mark.parametrize("decision", ["approve", "edit"])
+def test_a_langgraph_effect_names_the_approval_that_allowed_it(
+    client, operator, refund_log, decision
+):
+    runner, approval_id = _start(client, f"r-eff-{decision}")
+    extra = {"approved_arguments": {"order_id": "A-1", "amount_cents": 900}}
+    operator.decide_approval(
+        approval_id, decision=decision, reason="ok", **(extra if decision == "edit" else {})
+    )
+    outcome = runner.resume(f"r-eff-{decision}")
+    assert outcome.status == "succeeded"
+    (effect,) = client.list_run_effects(f"r-eff-{decision}").results
+    assert (effect.tool_name, effect.status, effect.raw["approval_id"]) == (
+        "issue_refund",
+        "committed",
+        approval_id,
+    )
+    # Resumed in a fresh runner (another process would do the same), the answer is replayed.
+    again = GraphRunner(client, build_graph(client)).resume(f"r-eff-{decision}")
+    assert again.status == "succeeded"
+    assert len(refunds_made(refund_log)) == 1

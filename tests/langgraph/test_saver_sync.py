@@ -88,10 +88,3 @@ def test_sync_round_trip_of_values_writes_and_lists(server, saver):
     saver.delete_thread("th-s")
     assert saver.get_tuple(cfg("th-s")) is None
     saver.delete_thread("never-was")  # a no-op, as LangGraph expects
-
-
-def test_a_thread_id_stateroom_cannot_keep_is_refused_clearly(saver):
-    with pytest.raises(ValueError, match="thread_id 'a b' must be"):
-        saver.put(cfg("a b"), checkpoint({}, {}), {}, {})
-    with pytest.raises(ValueError, match="one thread at a time"):
-        list(saver.list(None))

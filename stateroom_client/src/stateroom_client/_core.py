@@ -565,14 +565,17 @@ class Endpoints:
     # --- LangGraph threads (stateroom_client.langgraph) ---------------------
     # Every one is safe to repeat: a put of the same checkpoint id replaces it
     # with itself, a repeated write is kept once, deletes and copies converge.
+    # The thread id travels in the body or the query, never in the path: it is
+    # any string LangGraph takes (`user@example.com/chat 1`). A put or a write
+    # on a new thread makes its task.
     @staticmethod
     def put_graph_checkpoint(thread_id: str, *, body: dict[str, Any]) -> Call[dict[str, Any]]:
-        path = f"/tasks/{_id(thread_id)}/langgraph/checkpoints"
-        return Call("POST", path, _raw, body=body, retry=True)
+        body = {**body, "thread_id": str(thread_id)}
+        return Call("POST", "/langgraph/checkpoints", _raw, body=body, retry=True)
 
     @staticmethod
     def list_graph_checkpoints(
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None,
         checkpoint_id: str | None,
@@ -580,36 +583,38 @@ class Endpoints:
         metadata: str | None,
         limit: int | None,
     ) -> Call[m.Page[dict[str, Any]]]:
+        """One thread's checkpoints, or (`thread_id` None) every thread's."""
         params = {
+            "thread_id": None if thread_id is None else str(thread_id),
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint_id,
             "before": before,
             "metadata": metadata,
             "limit": limit,
         }
-        path = f"/tasks/{_id(thread_id)}/langgraph/checkpoints"
-        return Call("GET", path, _page(dict), params=params, retry=True)
+        return Call("GET", "/langgraph/checkpoints", _page(dict), params=params, retry=True)
 
     @staticmethod
     def put_graph_writes(thread_id: str, *, body: dict[str, Any]) -> Call[int]:
-        path = f"/tasks/{_id(thread_id)}/langgraph/writes"
-        return Call("POST", path, _one(lambda data: int(data["written"])), body=body, retry=True)
+        body = {**body, "thread_id": str(thread_id)}
+        parse = _one(lambda data: int(data["written"]))
+        return Call("POST", "/langgraph/writes", parse, body=body, retry=True)
 
     @staticmethod
     def delete_graph_thread(thread_id: str) -> Call[dict[str, Any]]:
-        path = f"/tasks/{_id(thread_id)}/langgraph"
-        return Call("DELETE", path, _raw, retry=True)
+        body = {"thread_id": str(thread_id)}
+        return Call("POST", "/langgraph/threads/delete", _raw, body=body, retry=True)
 
     @staticmethod
     def copy_graph_thread(thread_id: str, *, target_thread_id: str) -> Call[dict[str, Any]]:
-        path = f"/tasks/{_id(thread_id)}/langgraph/copy"
-        body = {"target_thread_id": target_thread_id}
-        return Call("POST", path, _raw, body=body, retry=True)
+        """Copy to `target_thread_id`, made when it is new."""
+        body = {"thread_id": str(thread_id), "target_thread_id": str(target_thread_id)}
+        return Call("POST", "/langgraph/threads/copy", _raw, body=body, retry=True)
 
     @staticmethod
     def prune_graph_thread(thread_id: str, *, strategy: str) -> Call[dict[str, Any]]:
-        path = f"/tasks/{_id(thread_id)}/langgraph/prune"
-        return Call("POST", path, _raw, body={"strategy": strategy}, retry=True)
+        body = {"thread_id": str(thread_id), "strategy": strategy}
+        return Call("POST", "/langgraph/threads/prune", _raw, body=body, retry=True)
 
     @staticmethod
     def delete_graph_runs(run_ids: list[str]) -> Call[dict[str, Any]]:

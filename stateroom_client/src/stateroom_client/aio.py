@@ -645,7 +645,7 @@ class AsyncStateroomClient:
 
     async def list_graph_checkpoints(
         self,
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,
@@ -667,7 +667,7 @@ class AsyncStateroomClient:
 
     def iter_graph_checkpoints(
         self,
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,

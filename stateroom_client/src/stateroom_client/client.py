@@ -629,7 +629,7 @@ class StateroomClient:
 
     def list_graph_checkpoints(
         self,
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,
@@ -651,7 +651,7 @@ class StateroomClient:
 
     def iter_graph_checkpoints(
         self,
-        thread_id: str,
+        thread_id: str | None,
         *,
         checkpoint_ns: str | None = None,
         checkpoint_id: str | None = None,

@@ -21,11 +21,15 @@ Inside the graph's nodes:
   email): its call goes through the effect ledger under a key made of the
   thread, the LangGraph task (its checkpoint namespace, the same when a node
   re-runs from the same checkpoint) and the call's arguments. A node re-run
-  after a crash gets the committed result back instead of repeating it.
+  after a crash gets the committed result back instead of repeating it. Under
+  a `GraphRunner` the effect names the approval that let the graph go on (the
+  last one approved or edited in the pass that runs it), as the Agents SDK
+  gate's effects do.
 
 Decisions map onto Agent Inbox's answers: approve -> accept, edit -> edit
 (with the operator's arguments), respond -> response (the operator's text),
-reject -> ignore. Agent Inbox's `allow_*` flags map the other way onto the
+reject -> ignore, whose `args` is the rejection's reason (None when the
+operator gave none), so the graph can tell the model why. Agent Inbox's `allow_*` flags map the other way onto the
 approval's `allowed_decisions` (allow_ignore -> reject). An approval that
 expires or is cancelled ends the run `failed` with `approval_expired` /
 `approval_cancelled`.
@@ -96,6 +100,7 @@ class Binding:
     executed: list[str] = field(default_factory=list)  # effect keys run in this process
     replayed: list[str] = field(default_factory=list)  # effect keys answered from the ledger
     worker: str | None = None  # the worker that claimed the run: named on every write
+    approval_id: str | None = None  # the approval that let the graph go on: named on effects
 
 
 BINDING: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
@@ -228,8 +233,8 @@ class Asked:
             response = {"type": "response", "args": approval.response}
         elif approval.status == "approved":
             response = {"type": "accept", "args": None}
-        else:
-            response = {"type": "ignore", "args": None}
+        else:  # rejected: the reason, when the operator gave one, reaches the graph
+            response = {"type": "ignore", "args": approval.decision_reason or None}
         if self.tool_name == "interrupt" and not self.listed:
             return response["args"] if response["type"] == "response" else None
         return [response] if self.listed else response
@@ -332,6 +337,7 @@ def idempotent_effect(func: F | None = None, /, *, name: str | None = None) -> A
                     tool_name=tool_name,
                     request={"arguments": arguments},
                     node_id=ns.split(":", 1)[0] or None,
+                    approval_id=binding.approval_id,
                     worker=binding.worker,
                 )
             except IdempotencyKeyReused as exc:
@@ -566,6 +572,7 @@ class GraphRunner:
                 )
                 if answers is None:
                     return self._finish_pass(outcome, binding)
+                binding.approval_id = _allowing(outcome.approvals) or binding.approval_id
                 payload, invoke = Command(resume=answers), True
                 continue
             if state.next and not (invoke and payload is None):
@@ -683,6 +690,14 @@ def _cause(exc: BaseException, kind: type[E]) -> E | None:
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
+    return None
+
+
+def _allowing(approvals: Sequence[Approval]) -> str | None:
+    """The last approval that let a call go ahead (approved or edited; not a response)."""
+    for approval in reversed(approvals):
+        if approval.status == "approved" and approval.decision in ("approve", "edit", ""):
+            return approval.approval_id
     return None
 
 

@@ -6,12 +6,17 @@
     graph = builder.compile(checkpointer=saver)
     graph.invoke(inputs, {"configurable": {"thread_id": "order-42"}})
 
-A LangGraph thread is a Stateroom task whose `task_id` is the thread id (so a
-thread id is 1-128 characters of `[A-Za-z0-9._:-]`); the saver creates the
-task on the thread's first checkpoint. Every `BaseCheckpointSaver` method is
-implemented, sync and async: `put`, `put_writes`, `get_tuple`, `list` (with
-`before`, `limit` and a metadata `filter`), `delete_thread`, and the
-extended `delete_for_runs`, `copy_thread` and `prune`.
+A drop-in replacement for LangGraph's `PostgresSaver`. A LangGraph thread is a
+Stateroom task: its `task_id` is the thread id when that is a public id
+(`[A-Za-z0-9._:-]{1,128}`), else one derived from it, and the thread id is
+kept as given. A thread id is any text of 1-512 characters (longer: 422
+`Unprocessable`); it travels in request bodies and queries, never in a URL
+path. The server makes the thread's task on its first put or write, so the
+first `invoke` of a new thread works whatever the durability mode. Every
+`BaseCheckpointSaver` method is implemented, sync and async: `put`,
+`put_writes`, `get_tuple`, `list` (with `before`, `limit` and a metadata
+`filter`; `list(None, filter=...)` searches every thread of the tenant),
+`delete_thread`, and the extended `delete_for_runs`, `copy_thread` and `prune`.
 
 Values are sent as plain JSON when they are plain JSON (dicts with string
 keys, lists, strings, finite numbers, booleans, None), so the console can
@@ -28,7 +33,6 @@ import base64
 import contextlib
 import json
 import math
-import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -47,9 +51,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..aio import AsyncStateroomClient
 from ..client import StateroomClient
-from ..errors import AlreadyExists, NotFound
+from ..errors import NotFound
 
-THREAD_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 JSON_TYPE = "json"
 EMPTY_TYPE = "empty"
 PAGE_SIZE = 100
@@ -91,13 +94,8 @@ def _encodes(text: str) -> bool:
 
 
 def thread_of(config: RunnableConfig) -> str:
-    thread_id = str(config["configurable"]["thread_id"])
-    if not THREAD_ID.match(thread_id):
-        raise ValueError(
-            f"Stateroom keeps a LangGraph thread as a task: thread_id {thread_id!r} must be"
-            " 1-128 characters of [A-Za-z0-9._:-]"
-        )
-    return thread_id
+    """The config's thread id as text, as PostgresSaver reads it (the server bounds its length)."""
+    return str(config["configurable"]["thread_id"])
 
 
 class _Codec:
@@ -198,20 +196,16 @@ class _Codec:
 
 def _list_args(
     config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None
-) -> tuple[str, dict[str, Any]]:
-    if config is None:
-        raise ValueError("StateroomSaver lists one thread at a time: pass a config with thread_id")
-    configurable = config["configurable"]
-    return thread_of(config), {
+) -> tuple[str | None, dict[str, Any]]:
+    """The thread (None: every thread, or a config without one) and the list's filters."""
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    return None if thread_id is None else str(thread_id), {
         "checkpoint_ns": configurable.get("checkpoint_ns"),
         "checkpoint_id": configurable.get("checkpoint_id"),
         "before": get_checkpoint_id(before) if before else None,
         "metadata": json.dumps(filter) if filter else None,
     }
-
-
-def _objective(thread_id: str) -> str:
-    return f"LangGraph thread {thread_id}"
 
 
 class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
@@ -308,11 +302,7 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
     ) -> RunnableConfig:
         thread_id = thread_of(config)
         body = self.put_body(config, checkpoint, metadata, new_versions)
-        try:
-            self._sync.put_graph_checkpoint(thread_id, body)
-        except NotFound:
-            self._ensure_thread(thread_id)
-            self._sync.put_graph_checkpoint(thread_id, body)
+        self._sync.put_graph_checkpoint(thread_id, body)  # a new thread's task is made
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -341,13 +331,10 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
             self._sync.delete_graph_runs([str(r) for r in run_ids])
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        try:
-            self._sync.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
-        except NotFound as exc:
-            if exc.code != "target_not_found":
-                return  # no such source thread: nothing to copy
-            self._ensure_thread(target_thread_id)
-            self._sync.copy_graph_thread(source_thread_id, target_thread_id=target_thread_id)
+        with contextlib.suppress(NotFound):  # no such source thread: nothing to copy
+            self._sync.copy_graph_thread(
+                str(source_thread_id), target_thread_id=str(target_thread_id)
+            )
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for thread_id in thread_ids:
@@ -355,10 +342,6 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
                 self._sync.prune_graph_thread(str(thread_id), strategy=strategy)
             except NotFound:
                 continue
-
-    def _ensure_thread(self, thread_id: str) -> None:
-        with contextlib.suppress(AlreadyExists):  # another process made it first
-            self._sync.create_task(task_id=thread_id, objective=_objective(thread_id))
 
     # --- async ----------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -416,11 +399,7 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
             return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
         thread_id = thread_of(config)
         body = self.put_body(config, checkpoint, metadata, new_versions)
-        try:
-            await self.aclient.put_graph_checkpoint(thread_id, body)
-        except NotFound:
-            await self._aensure_thread(thread_id)
-            await self.aclient.put_graph_checkpoint(thread_id, body)
+        await self.aclient.put_graph_checkpoint(thread_id, body)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -457,16 +436,9 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         if self.aclient is None:
             return await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-        try:
+        with contextlib.suppress(NotFound):
             await self.aclient.copy_graph_thread(
-                source_thread_id, target_thread_id=target_thread_id
-            )
-        except NotFound as exc:
-            if exc.code != "target_not_found":
-                return
-            await self._aensure_thread(target_thread_id)
-            await self.aclient.copy_graph_thread(
-                source_thread_id, target_thread_id=target_thread_id
+                str(source_thread_id), target_thread_id=str(target_thread_id)
             )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -477,8 +449,3 @@ class StateroomSaver(_Codec, BaseCheckpointSaver[int]):
                 await self.aclient.prune_graph_thread(str(thread_id), strategy=strategy)
             except NotFound:
                 continue
-
-    async def _aensure_thread(self, thread_id: str) -> None:
-        assert self.aclient is not None
-        with contextlib.suppress(AlreadyExists):
-            await self.aclient.create_task(task_id=thread_id, objective=_objective(thread_id))
