@@ -317,3 +317,42 @@ def test_runner_run_sync_works_in_every_order_with_one_session_object(server):
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
     asyncio.run(client.close())
+
+
+def test_runner_run_sync_twice_in_a_row_on_one_session(server, client):
+    """Back-to-back `Runner.run_sync` calls, nothing in between, on one loop the SDK keeps.
+
+    After each run the SDK runs `shutdown_asyncgens()` on the loop it leaves
+    open, which closes that loop's pooled httpx client: the next run on the
+    same loop must get a fresh one, not "the client has been closed".
+    """
+    client.create_session(user_id="u-1", session_id="s-1")
+    async_client = AsyncStateroomClient(server.url, server.token)
+    session = StateroomSession(async_client, "s-1", user_id="u-1")
+    model = RecordingModel("ok")
+    agent = Agent(name="guide", model=model)
+
+    def in_a_thread() -> list[Any]:  # a thread of its own: run_sync makes and keeps its loop
+        try:
+            return [
+                Runner.run_sync(agent, text, session=session, run_config=NO_TRACE).final_output
+                for text in ("x", "y", "z")
+            ]
+        finally:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+            loop.run_until_complete(async_client.close())
+            loop.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(in_a_thread).result(timeout=60) == ["ok"] * 3
+    assert [(i.get("role"), _text(i)) for i in model.last_input] == [
+        ("user", "x"),
+        ("assistant", "ok"),
+        ("user", "y"),
+        ("assistant", "ok"),
+        ("user", "z"),
+    ]
+    assert [item.payload.get("role") for item in client.get_items("s-1").results] == [
+        "user",
+        "assistant",
+    ] * 3
