@@ -711,6 +711,52 @@ def test_the_session_forgets_the_gates_run_when_the_run_ends(server, client, ope
     assert item_runs == ["pay-9"] * 4 + ["chat-10"] * 2 + ["", ""]  # "": no run
 
 
+def test_a_turn_with_two_600_kb_tool_outputs_is_stored_whole_and_the_run_succeeds(server, client):
+    """Each output is under the 1 MiB body limit, both together are not: the session's
+    appends split by bytes, so the turn is stored whole instead of failing the run."""
+
+    @function_tool
+    def dump_log(part: str) -> str:
+        """Dump one part of the log.
+
+        Args:
+            part: Which part.
+        """
+        return part * (600 * 1024)
+
+    agent = Agent(
+        name="reports",
+        model=ScriptModel(
+            [
+                [ToolCall("dump_log", {"part": "a"}), ToolCall("dump_log", {"part": "b"})],
+                Reply("Sent."),
+            ]
+        ),
+        tools=[dump_log],
+    )
+
+    async def scenario() -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            session = await StateroomSession.create(aclient, user_id="u-1", session_id="logs")
+            return await ApprovalGate(aclient, agent).run(
+                "Dump the log", run_id="log-1", session=session
+            )
+
+    outcome = asyncio.run(scenario())
+    assert (outcome.status, outcome.final_output) == ("succeeded", "Sent.")
+    stored = list(client.iter_items("logs"))
+    assert [row.item_type for row in stored] == [
+        "openai.message",
+        "openai.function_call",
+        "openai.function_call",
+        "openai.function_call_output",
+        "openai.function_call_output",
+        "openai.message",
+    ]
+    assert [len(row.payload["output"]) for row in stored[3:5]] == [600 * 1024] * 2
+    assert {row.run_id for row in stored} == {"log-1"}
+
+
 def test_a_tool_output_over_the_size_limit_ends_the_run_failed_with_the_reason(
     server, client, refund_log
 ):

@@ -20,6 +20,10 @@ retry of our own append replays it.
 SDK items are stored as the item's JSON in ``payload``, with ``item_type``
 ``openai.<type>`` (``openai.message``, ``openai.function_call``, ...) and
 ``role`` the message role (``tool`` for tool outputs).
+
+`add_items` appends in requests of at most 200 items that stay under the
+server's body limit (`client.max_body_bytes`); an item that alone would be over
+it is refused with `ItemTooLarge` before any of the items is written.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ import agents.memory.session_settings as sdk_settings
 from agents.items import TResponseInputItem
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
+from .._core import Endpoints, encode_body
 from ..aio import AsyncStateroomClient
-from ..errors import IdempotencyKeyReused, NotFound
+from ..errors import IdempotencyKeyReused, ItemTooLarge, NotFound, PayloadTooLarge
 from ..models import SessionItem
 
 SDK_PREFIX = "openai."
@@ -199,19 +204,59 @@ class StateroomSession:
     # --- writing -------------------------------------------------------------
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         rows = [to_stateroom(item) for item in items]
-        for start in range(0, len(rows), _PAGE):
-            # A fresh key per append lets the client retry a lost answer
-            # without appending the items twice.
-            batch = rows[start : start + _PAGE]
-            appended = await self.client.append_items(
-                self.session_id,
-                batch,
-                run_id=self.run_id,
-                worker=self.worker,
-                idempotency_key=f"add:{uuid.uuid4().hex}",
-            )
-            for offset, row in enumerate(batch):
+        batches = self._batches(rows)  # an item too large is refused before any is written
+        while batches:
+            limit = self.client.max_body_bytes
+            try:
+                # A fresh key per append lets the client retry a lost answer
+                # without appending the items twice.
+                appended = await self.client.append_items(
+                    self.session_id,
+                    batches[0],
+                    run_id=self.run_id,
+                    worker=self.worker,
+                    idempotency_key=_add_key(),
+                )
+            except PayloadTooLarge:
+                if self.client.max_body_bytes >= limit:
+                    raise
+                # The server's limit is lower than the client knew (the 413 said
+                # which): the refused request wrote nothing, split the rest again.
+                batches = self._batches([row for batch in batches for row in batch])
+                continue
+            for offset, row in enumerate(batches.pop(0)):
                 self._remember(appended.first_seq + offset, row["payload"])
+
+    def _batches(self, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """`rows` in order, as appends of at most `_PAGE` items under the body limit."""
+        limit = self.client.max_body_bytes
+        empty = Endpoints.append_items(
+            self.session_id,
+            items=[],
+            run_id=self.run_id,
+            idempotency_key=_add_key(),
+            worker=self.worker,
+        )
+        base = len(encode_body(empty.body) or b"")
+        batches: list[list[dict[str, Any]]] = []
+        size = base
+        for index, row in enumerate(rows):
+            grows = len(encode_body(row) or b"")
+            if base + grows > limit:
+                raise ItemTooLarge(
+                    f"Item {index} of {len(rows)} ({row['item_type']}) makes a request of"
+                    f" {base + grows} bytes, over the server's limit of {limit} bytes;"
+                    " none of the items was written.",
+                    code="item_too_large",
+                    details={"size_bytes": base + grows, "limit_bytes": limit},
+                )
+            if batches and len(batches[-1]) < _PAGE and size + 1 + grows <= limit:
+                batches[-1].append(row)  # after a comma
+                size += 1 + grows
+            else:
+                batches.append([row])
+                size = base + grows
+        return batches
 
     # --- seqs: a conversation by reference ------------------------------------
     def _remember(self, seq: int, payload: Any) -> None:
@@ -277,6 +322,11 @@ class StateroomSession:
             worker=self.worker,
             idempotency_key=f"clear:{uuid.uuid4().hex}",
         )
+
+
+def _add_key() -> str:
+    """The idempotency key of one append (always the same length: batches are sized with it)."""
+    return f"add:{uuid.uuid4().hex}"
 
 
 def seq_ranges(seqs: list[int]) -> list[list[int]]:
