@@ -35,8 +35,11 @@ next turn all see the approved call; *respond* does not run the tool and gives
 the model the operator's `response` as its result; *reject* does not run it and
 gives the model the reason. The run event `approval.decided` records the
 decision, and for an edit both the asked and the approved call. The session
-keeps the call as the model asked it (session items are append-only; it was
-stored when the run paused), followed by the edited call's output.
+(append-only; the call as asked was stored when the run paused) gets an
+`sdk.edit` tombstone that takes the asked call out of the history and keeps
+its arguments, then the call with the approved arguments
+(`StateroomSession.replace_call`): later turns read the call that ran next to
+its output.
 
 Endings: a rejection (not a response) is sent to the model as the tool's output and the run
 goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
@@ -664,6 +667,8 @@ class ApprovalGate:
         }
         if edits:
             state = await _with_arguments(self.agent, state, edits)
+            if session is not None:  # later turns read the call that ran, not the one asked
+                await _record_edits(session, outcome.run_id, self.worker, decided, edits)
         for item in state.get_interruptions():
             approval = decided[item.call_id or ""]
             if approval.status == "approved":  # as asked, or as edited just above
@@ -1175,6 +1180,31 @@ async def _with_arguments(
         if isinstance(invocations, dict):
             invocations.pop(call_id, None)
     return await RunState.from_string(agent, json.dumps(data))
+
+
+async def _record_edits(
+    session: StateroomSession,
+    run_id: str,
+    worker: str,
+    decided: dict[str, Approval],
+    edits: dict[str, dict[str, Any]],
+) -> None:
+    """The session holds each edited call with its approved arguments (the asked ones kept
+    on the `sdk.edit` tombstone), so the history the model reads later matches what ran."""
+    for call_id, arguments in edits.items():
+        approval = decided[call_id]
+        await session.replace_call(
+            call_id,
+            arguments,
+            note={
+                "approval_id": approval.approval_id,
+                "decided_by": approval.decided_by,
+                "reason": approval.decision_reason,
+            },
+            run_id=run_id,
+            worker=worker,
+            idempotency_key=f"edit:{approval.approval_id}",
+        )
 
 
 def _text(output: Any) -> Any:

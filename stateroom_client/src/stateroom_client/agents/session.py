@@ -8,6 +8,11 @@ append a tombstone instead of deleting:
   item at seq n is no longer part of the agent's history.
 - `clear_session()` appends ``item_type="sdk.clear"``: every item before the
   tombstone is no longer part of the agent's history.
+- `replace_call()` (the approval gate, after an operator's edit) appends
+  ``item_type="sdk.edit"`` with ``payload={"seq": n, "call_id", "asked_arguments",
+  ...}`` followed by the call with the approved arguments: the item at seq n
+  (the call as the model asked it) is no longer part of the agent's history,
+  the call that ran is, and the tombstone keeps what was asked and who changed it.
 
 Readers fold the tombstones: `get_items()` returns what the agent should see,
 in seq order; the console and exports still show everything, tombstones
@@ -47,6 +52,8 @@ from ..models import SessionItem
 SDK_PREFIX = "openai."
 POP = "sdk.pop"
 CLEAR = "sdk.clear"
+EDIT = "sdk.edit"
+_REMOVES = (POP, EDIT)  # tombstones that take the item at their payload's seq out
 _NEWEST = 2**53  # "before the end": larger than any seq
 _PAGE = 200
 
@@ -182,7 +189,7 @@ class StateroomSession:
                 self._remember(row.seq, row.payload)
                 if row.item_type == CLEAR:
                     return visible
-                if row.item_type == POP:
+                if row.item_type in _REMOVES:
                     popped.add(int((row.payload or {}).get("seq", 0)))
                 elif row.item_type.startswith(SDK_PREFIX) and row.seq not in popped:
                     visible.append(row)
@@ -258,6 +265,66 @@ class StateroomSession:
                 size = base + grows
         return batches
 
+    async def replace_call(
+        self,
+        call_id: str,
+        arguments: dict[str, Any],
+        *,
+        note: dict[str, Any],
+        run_id: str,
+        worker: str | None,
+        idempotency_key: str,
+    ) -> int | None:
+        """Make the history hold function call `call_id` with `arguments` instead of as asked.
+
+        For a call an operator edited before it ran: the model's later turns must
+        see the call that ran next to its output. The stored call (written by run
+        `run_id`) is tombstoned by an `sdk.edit` item that keeps the asked
+        arguments and `note` (who decided, the approval), and the call is
+        appended again with `arguments`, in one append. Returns the new call's
+        seq; None when the history does not hold the call (the SDK has not
+        stored it yet, and will store it as edited) or holds it edited already.
+        """
+        found = await self._newest_call(call_id, run_id)
+        if found is None or _call_arguments(found.payload) == arguments:
+            return None
+        edited = {**found.payload, "arguments": json.dumps(arguments)}
+        tombstone = {
+            "seq": found.seq,
+            "call_id": call_id,
+            "asked_arguments": _call_arguments(found.payload),
+            "approved_arguments": arguments,
+            **note,
+        }
+        appended = await self.client.append_items(
+            self.session_id,
+            [{"role": "system", "item_type": EDIT, "payload": tombstone}, to_stateroom(edited)],
+            run_id=run_id,
+            worker=worker,
+            idempotency_key=idempotency_key,
+        )
+        self._remember(appended.first_seq + 1, edited)
+        return appended.first_seq + 1
+
+    async def _newest_call(self, call_id: str, run_id: str) -> SessionItem | None:
+        """The visible function call `call_id` among the newest items run `run_id` wrote."""
+        removed: set[int] = set()
+        before = _NEWEST
+        while True:
+            page = await self.client.get_items(self.session_id, before_seq=before, limit=_PAGE)
+            for row in reversed(page.results):
+                if row.item_type == CLEAR:
+                    return None
+                if row.item_type in _REMOVES:
+                    removed.add(int((row.payload or {}).get("seq", 0)))
+                elif row.item_type.startswith(SDK_PREFIX) and row.run_id != run_id:
+                    return None  # older than the run: the call is not stored
+                elif row.seq not in removed and _is_call(row, call_id):
+                    return row
+            if len(page.results) < _PAGE or page.results[0].seq <= 1:
+                return None
+            before = page.results[0].seq
+
     # --- seqs: a conversation by reference ------------------------------------
     def _remember(self, seq: int, payload: Any) -> None:
         seqs = self._known.setdefault(item_digest(payload), [])
@@ -322,6 +389,20 @@ class StateroomSession:
             worker=self.worker,
             idempotency_key=f"clear:{uuid.uuid4().hex}",
         )
+
+
+def _is_call(row: SessionItem, call_id: str) -> bool:
+    payload = row.payload if isinstance(row.payload, dict) else {}
+    return row.item_type == SDK_PREFIX + "function_call" and payload.get("call_id") == call_id
+
+
+def _call_arguments(payload: dict[str, Any]) -> Any:
+    """A stored function call's arguments as JSON values (the SDK stores them as text)."""
+    raw = payload.get("arguments")
+    try:
+        return json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
 
 
 def _add_key() -> str:
