@@ -56,8 +56,11 @@ the claim in the background every third of `lease_seconds` while it works,
 and names its worker on every run write (transition, events, approval
 requests, effects). A process that finds the run claimed by another worker,
 or loses the claim, stops at once: it returns `GateOutcome(status="claimed",
-claimed_by=...)` (`.claimed_elsewhere`) without failing the task, appending to
-the session or running a tool. A run that waits for a person is held by
+claimed_by=..., claim_until=...)` (`.claimed_elsewhere`; `claim_until`: until
+when the holder's lease holds the run, also a killed holder's) without failing
+the task, appending to the session or running a tool. One that finds the run
+ended by another worker as it claims it (it lost the race) reports `claimed`
+too, never the winner's `succeeded`. A run that waits for a person is held by
 nobody (the server drops the claim when the run goes to `waiting_approval`),
 so whoever continues it after the decision claims it afresh; a gate that
 leaves a run waiting while it holds the claim lets it go.
@@ -173,6 +176,9 @@ class GateOutcome:
     replayed: list[str] = field(default_factory=list)  # tool call ids answered from the ledger
 
     claimed_by: str | None = None  # status "claimed": the worker that holds the run
+    # status "claimed": until when that worker's claim holds the run (its lease; a killed
+    # worker's claim holds it until then). None when the run ended elsewhere meanwhile.
+    claim_until: datetime | None = None
 
     @property
     def finished(self) -> bool:
@@ -426,8 +432,8 @@ class ApprovalGate:
             if run.status != "waiting_approval":
                 try:
                     await self._claim(run_id).hold()
-                except InvalidTransition:  # it ended meanwhile, elsewhere
-                    return await self.resume(run_id, wait=wait, decision_timeout=decision_timeout)
+                except InvalidTransition:  # it ended meanwhile, elsewhere: we lost
+                    return await _lost(self.client, outcome)
             drift = self._drift(data.get("fingerprint"))
             if drift:
                 await self._event(run_id, "agent.drift", drift)
@@ -474,6 +480,7 @@ class ApprovalGate:
             if claimed is not None:
                 await claim.stop()
                 outcome.status, outcome.claimed_by = CLAIMED, claimed.claimed_by
+                outcome.claim_until = _when(claimed.claim_until)
                 return outcome
             too_large = _cause(exc, PayloadTooLarge)
             if too_large is None:
@@ -635,9 +642,8 @@ class ApprovalGate:
             # the claim go while a person decided).
             try:
                 await self._claim(outcome.run_id).hold()
-            except InvalidTransition:  # ended meanwhile (a person cancelled it)
-                run = await self.client.get_run(outcome.run_id)
-                outcome.status, outcome.error = run.status, run.error
+            except InvalidTransition:  # ended meanwhile: a person cancelled it, or we lost
+                await _lost(self.client, outcome)
                 return None
             await self._event(outcome.run_id, "approval.decided", _decided_event(call, approval))
             ended = {
@@ -1180,6 +1186,25 @@ async def _with_arguments(
         if isinstance(invocations, dict):
             invocations.pop(call_id, None)
     return await RunState.from_string(agent, json.dumps(data))
+
+
+async def _lost(client: AsyncStateroomClient, outcome: GateOutcome) -> GateOutcome:
+    """The run ended while this gate was about to claim it. Cancelled by a person: say so.
+    Ended by another worker: this one lost the race and did nothing, so it reports
+    `claimed` (never the other worker's `succeeded`)."""
+    run = await client.get_run(outcome.run_id)
+    if run.status == "cancelled":
+        outcome.status, outcome.error = run.status, run.error
+    else:
+        outcome.status, outcome.claimed_by = CLAIMED, run.claimed_by or None
+    return outcome
+
+
+def _when(value: str | None) -> datetime | None:
+    """A claim's `claim_until` as the API sends it (ISO 8601), as a datetime."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 async def _record_edits(

@@ -298,7 +298,10 @@ class StateroomSession:
         }
         appended = await self.client.append_items(
             self.session_id,
-            [{"role": "system", "item_type": EDIT, "payload": tombstone}, to_stateroom(edited)],
+            [
+                {"role": "system", "item_type": EDIT, "payload": tombstone},
+                {"role": found.role, "item_type": found.item_type, "payload": edited},
+            ],
             run_id=run_id,
             worker=worker,
             idempotency_key=idempotency_key,
