@@ -113,11 +113,48 @@ def test_a_resumer_that_finds_the_run_claimed_writes_nothing(server, client, ope
         "elsewhere",
     )
     assert (outcome.executed, outcome.error) == ([], None)
+    assert outcome.claim_until == other.claim_until is not None  # until when it is held
     assert client.get_run("held-1") == other
     assert [e.seq for e in client.iter_events("held-1")] == events
     assert client.get_task("held-1.task").status == "active"
     assert client.list_run_effects("held-1").results == []
     assert refunds_made(refund_log) == []
+
+
+class WinnerFirst(AsyncStateroomClient):
+    """A resumer that loses the race: another worker resumes the run to its end just
+    before this one's first claim."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        super().__init__(base_url, token)
+        self.token = token
+
+    async def claim_run(self, run_id: str, **kwargs):
+        if not getattr(self, "raced", False):
+            self.raced = True
+            async with AsyncStateroomClient(self.root, self.token) as other:
+                winner = ApprovalGate(other, build_agent(), risk_policy=risk)
+                self.winner = await winner.resume(run_id)
+        return await super().claim_run(run_id, **kwargs)
+
+
+def test_a_resumer_that_loses_the_race_reports_it_lost_not_succeeded(
+    server, client, operator, refund_log
+):
+    _start(server, "lost-1")
+    operator.decide_approval(f"lost-1:{CALL}", decision="approve", reason="ok")
+
+    async def go() -> tuple[GateOutcome, GateOutcome]:
+        async with WinnerFirst(server.url, server.token) as aclient:
+            loser = await ApprovalGate(aclient, build_agent(), risk_policy=risk).resume("lost-1")
+            return aclient.winner, loser
+
+    winner, loser = asyncio.run(go())
+    assert (winner.status, winner.executed) == ("succeeded", [CALL])
+    assert (loser.status, loser.claimed_elsewhere, loser.executed) == ("claimed", True, [])
+    assert (loser.final_output, loser.error, loser.claim_until) == (None, None, None)
+    assert refunds_made(refund_log) == ["A-1 1200"]
+    assert client.get_run("lost-1").status == "succeeded"
 
 
 def test_killed_in_the_tool_settled_and_resumed_the_run_succeeds_without_error(

@@ -641,6 +641,65 @@ def test_an_edited_call_runs_once_with_the_approved_arguments_and_the_model_sees
     assert refunds_made(refund_log) == ["A-1 600"]
 
 
+def test_after_an_edit_the_session_holds_the_call_that_ran_and_later_turns_see_it(
+    server, client, operator, refund_log
+):
+    """The stored call is the approved one; the asked one is kept on the `sdk.edit` tombstone."""
+    approval_id = f"pay-15:{CALL}"
+    edited = {"order_id": "A-1", "amount_cents": 600}
+    asked = {"order_id": "A-1", "amount_cents": 1200}
+    seen: list = []
+
+    async def scenario() -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            session = await StateroomSession.create(aclient, user_id="u-1", session_id="chat-15")
+            gate = ApprovalGate(aclient, build_agent(), risk_policy=risk)
+            waiting = await gate.run(REFUND, run_id="pay-15", session=session, wait=False)
+            assert waiting.status == "waiting_approval"
+            operator.decide_approval(
+                approval_id, decision="edit", reason="Half is fair", approved_arguments=edited
+            )
+            done = await ApprovalGate(aclient, build_agent(), risk_policy=risk).resume("pay-15")
+            # The next turn, a plain Runner.run on the same conversation.
+            chat = Agent(name="chat", model=ScriptModel(lambda v: seen.append(v.items) or []))
+            await Runner.run(chat, "Thanks!", session=session, run_config=NO_TRACE)
+            # Recording it again (a resume after a crash) finds it recorded: nothing written.
+            again = await session.replace_call(
+                CALL, edited, note={}, run_id="pay-15", worker=None, idempotency_key="edit:again"
+            )
+            assert again is None
+            return done
+
+    outcome = asyncio.run(scenario())
+    assert (outcome.status, outcome.final_output) == (
+        "succeeded",
+        "Outcome: Refunded 600 cents on order A-1.",
+    )
+    [history] = seen
+    calls = [i for i in history if i.get("type") == "function_call"]
+    assert [(c["call_id"], json.loads(c["arguments"])) for c in calls] == [(CALL, edited)]
+    outputs = [i["output"] for i in history if i.get("type") == "function_call_output"]
+    assert outputs == ["Refunded 600 cents on order A-1."]
+
+    stored = list(client.iter_items("chat-15"))
+    [tombstone] = [row for row in stored if row.item_type == "sdk.edit"]
+    [original] = [row for row in stored if row.seq == tombstone.payload["seq"]]
+    assert json.loads(original.payload["arguments"]) == asked  # append-only: still there
+    assert tombstone.payload == {
+        "seq": original.seq,
+        "call_id": CALL,
+        "asked_arguments": asked,
+        "approved_arguments": edited,
+        "approval_id": approval_id,
+        "decided_by": "token:ops",
+        "reason": "Half is fair",
+    }
+    assert tombstone.run_id == "pay-15"
+    # Resumed again after the end: nothing more is written.
+    assert _resume(server, "pay-15").status == "succeeded"
+    assert len(list(client.iter_items("chat-15"))) == len(stored)
+
+
 def test_an_edit_survives_a_crash_after_the_commit(worker, server, client, operator, refund_log):
     _start(server, "pay-13")
     edited = {"order_id": "A-1", "amount_cents": 700}
@@ -709,6 +768,52 @@ def test_the_session_forgets_the_gates_run_when_the_run_ends(server, client, ope
     run_ids, item_runs = asyncio.run(scenario())
     assert run_ids == [None, None]
     assert item_runs == ["pay-9"] * 4 + ["chat-10"] * 2 + ["", ""]  # "": no run
+
+
+def test_a_turn_with_two_600_kb_tool_outputs_is_stored_whole_and_the_run_succeeds(server, client):
+    """Each output is under the 1 MiB body limit, both together are not: the session's
+    appends split by bytes, so the turn is stored whole instead of failing the run."""
+
+    @function_tool
+    def dump_log(part: str) -> str:
+        """Dump one part of the log.
+
+        Args:
+            part: Which part.
+        """
+        return part * (600 * 1024)
+
+    agent = Agent(
+        name="reports",
+        model=ScriptModel(
+            [
+                [ToolCall("dump_log", {"part": "a"}), ToolCall("dump_log", {"part": "b"})],
+                Reply("Sent."),
+            ]
+        ),
+        tools=[dump_log],
+    )
+
+    async def scenario() -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            session = await StateroomSession.create(aclient, user_id="u-1", session_id="logs")
+            return await ApprovalGate(aclient, agent).run(
+                "Dump the log", run_id="log-1", session=session
+            )
+
+    outcome = asyncio.run(scenario())
+    assert (outcome.status, outcome.final_output) == ("succeeded", "Sent.")
+    stored = list(client.iter_items("logs"))
+    assert [row.item_type for row in stored] == [
+        "openai.message",
+        "openai.function_call",
+        "openai.function_call",
+        "openai.function_call_output",
+        "openai.function_call_output",
+        "openai.message",
+    ]
+    assert [len(row.payload["output"]) for row in stored[3:5]] == [600 * 1024] * 2
+    assert {row.run_id for row in stored} == {"log-1"}
 
 
 def test_a_tool_output_over_the_size_limit_ends_the_run_failed_with_the_reason(

@@ -15,7 +15,7 @@ import pytest
 from agents import Agent, RunConfig, Runner
 from agents.memory import Session, SessionSettings
 
-from stateroom_client import AsyncStateroomClient
+from stateroom_client import AsyncStateroomClient, ItemTooLarge, PayloadTooLarge
 from stateroom_client.agents import Reply, ScriptModel, StateroomSession
 
 NO_TRACE = RunConfig(tracing_disabled=True)
@@ -317,3 +317,98 @@ def test_runner_run_sync_works_in_every_order_with_one_session_object(server):
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
     asyncio.run(client.close())
+
+
+def test_runner_run_sync_twice_in_a_row_on_one_session(server, client):
+    """Back-to-back `Runner.run_sync` calls, nothing in between, on one loop the SDK keeps.
+
+    After each run the SDK runs `shutdown_asyncgens()` on the loop it leaves
+    open, which closes that loop's pooled httpx client: the next run on the
+    same loop must get a fresh one, not "the client has been closed".
+    """
+    client.create_session(user_id="u-1", session_id="s-1")
+    async_client = AsyncStateroomClient(server.url, server.token)
+    session = StateroomSession(async_client, "s-1", user_id="u-1")
+    model = RecordingModel("ok")
+    agent = Agent(name="guide", model=model)
+
+    def in_a_thread() -> list[Any]:  # a thread of its own: run_sync makes and keeps its loop
+        try:
+            return [
+                Runner.run_sync(agent, text, session=session, run_config=NO_TRACE).final_output
+                for text in ("x", "y", "z")
+            ]
+        finally:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+            loop.run_until_complete(async_client.close())
+            loop.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(in_a_thread).result(timeout=60) == ["ok"] * 3
+    assert [(i.get("role"), _text(i)) for i in model.last_input] == [
+        ("user", "x"),
+        ("assistant", "ok"),
+        ("user", "y"),
+        ("assistant", "ok"),
+        ("user", "z"),
+    ]
+    assert [item.payload.get("role") for item in client.get_items("s-1").results] == [
+        "user",
+        "assistant",
+    ] * 3
+
+
+def _big(index: int, size: int) -> dict[str, Any]:
+    return {"role": "user", "content": f"{index} " + "b" * size}
+
+
+def test_add_items_splits_by_bytes_under_the_body_limit(server):
+    """20 items of 100 KB (2 MB together) in one call: every one stored, in order."""
+
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        items = [_big(index, 100 * 1024) for index in range(20)]
+        await session.add_items(items)
+        assert await session.get_items() == items
+        stored = [row async for row in client.iter_items("s-1")]
+        assert [row.seq for row in stored] == list(range(1, 21))
+        assert client.max_body_bytes == 1024 * 1024  # the server's default, never refused
+
+    run(server, body)
+
+
+def test_an_item_over_the_limit_is_refused_before_any_item_is_written(server):
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        await session.add_items([{"role": "user", "content": "before"}])
+        items = [_big(0, 100 * 1024), _big(1, 1024 * 1024), _big(2, 10)]
+        with pytest.raises(ItemTooLarge) as refused:
+            await session.add_items(items)
+        error = refused.value
+        assert isinstance(error, PayloadTooLarge)  # what the gate ends a run `failed` on
+        assert (error.code, error.status, error.limit) == ("item_too_large", None, 1024 * 1024)
+        assert error.size is not None and error.size > 1024 * 1024
+        assert "Item 1 of 3" in error.message and str(error.size) in error.message
+        assert contents(await session.get_items()) == ["before"]  # nothing of the call
+
+    run(server, body)
+
+
+def test_a_client_told_a_larger_limit_learns_the_servers_from_the_413(server):
+    """The refused append wrote nothing; the rest is split again under the stated limit."""
+
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-1")
+        items = [_big(index, 300 * 1024) for index in range(7)]
+        await session.add_items(items)
+        assert client.max_body_bytes == 1024 * 1024
+        assert await session.get_items() == items
+        assert [row.seq async for row in client.iter_items("s-1")] == list(range(1, 8))
+
+    async def go() -> None:
+        async with AsyncStateroomClient(
+            server.url, server.token, max_body_bytes=8 * 1024 * 1024
+        ) as client:
+            await body(client)
+
+    asyncio.run(go())

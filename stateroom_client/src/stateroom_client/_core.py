@@ -45,6 +45,9 @@ RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
 # would fail with "Server disconnected". Lowered to the server's limit once a 413
 # has told it.
 LARGE_BODY = 256 * 1024
+# The server's request body limit unless told otherwise: its default
+# STATEROOM_MAX_BODY_BYTES. A 413 states the real one (`body_limit_after`).
+MAX_BODY = 1024 * 1024
 # How much longer than `wait` a long-poll may take before the client gives up.
 LONG_POLL_MARGIN = 10.0
 MAX_WAIT = 30
@@ -118,15 +121,26 @@ def body_headers(content: bytes | None, large: int) -> dict[str, str]:
     return headers
 
 
-def large_after(response: httpx.Response, large: int) -> int:
-    """The size from which bodies go on their own connection, after `response`."""
+def _stated_limit(response: httpx.Response) -> int | None:
+    """The body limit a 413 states, if it is one."""
     if response.status_code != 413:
-        return large
+        return None
     try:
         limit = response.json()["error"]["details"]["limit_bytes"]
     except (ValueError, KeyError, TypeError):
-        return large
-    return min(large, limit) if isinstance(limit, int) and limit > 0 else large
+        return None
+    return limit if isinstance(limit, int) and limit > 0 else None
+
+
+def large_after(response: httpx.Response, large: int) -> int:
+    """The size from which bodies go on their own connection, after `response`."""
+    limit = _stated_limit(response)
+    return large if limit is None else min(large, limit)
+
+
+def body_limit_after(response: httpx.Response, known: int) -> int:
+    """The server's body limit as known after `response`: the one a 413 states, else `known`."""
+    return _stated_limit(response) or known
 
 
 def retry_after(response: httpx.Response) -> float | None:

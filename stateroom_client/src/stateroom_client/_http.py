@@ -9,7 +9,10 @@ async client keeps one `httpx.AsyncClient` per running loop, made on first
 use in that loop. It is closed when its loop shuts down (`asyncio.run()` and
 the SDK's loops finalize async generators before closing, and one is tied to
 each client for that), or with `close()`; one left by a loop closed without
-that shutdown is dropped. The sync client needs only one `httpx.Client`,
+that shutdown is dropped. `Runner.run_sync` keeps its loop open and runs that
+shutdown after every run, so a loop's client may be closed while the loop
+lives on: the next call on that loop makes it a new one (tied to the loop
+again: its next shutdown closes that one). The sync client needs only one `httpx.Client`,
 which threads may share.
 """
 
@@ -76,7 +79,7 @@ class AsyncHttpClients:
             if self._closed:
                 raise RuntimeError(CLOSED)
             held = self._by_loop.get(loop)
-            if held is None:
+            if held is None or held[0].is_closed:  # new loop, or closed by its shutdown
                 for gone in [other for other in self._by_loop if other.is_closed()]:
                     del self._by_loop[gone]
                 client = self._make()

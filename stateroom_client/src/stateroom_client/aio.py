@@ -24,6 +24,7 @@ import httpx
 from . import models as m
 from ._core import (
     LARGE_BODY,
+    MAX_BODY,
     RETRY_EXCEPTIONS,
     RETRY_STATUSES,
     UNSET,
@@ -33,6 +34,7 @@ from ._core import (
     api_root,
     assert_decision,
     body_headers,
+    body_limit_after,
     clean_params,
     encode_body,
     large_after,
@@ -54,7 +56,10 @@ class AsyncStateroomClient:
     `base_url` is the server (``http://host:8000``) or its API root; `token` a
     runtime token (or an operator token, for `decide_approval`). Use it as a
     context manager, or call `close()`. `transport` is handed to httpx (tests,
-    proxies, mounting a WSGI app).
+    proxies, mounting a WSGI app). `max_body_bytes` is the server's request
+    body limit (STATEROOM_MAX_BODY_BYTES, 1 MiB by default): writers that split
+    their data (`StateroomSession.add_items`) keep each request under it; a 413
+    replaces it with the limit the server states.
     """
 
     def __init__(
@@ -67,11 +72,13 @@ class AsyncStateroomClient:
         retries: int = 3,
         backoff: float = 0.25,
         headers: dict[str, str] | None = None,
+        max_body_bytes: int = MAX_BODY,
     ) -> None:
         self.root = api_root(base_url)
         self.timeout = timeout
         self.retry = RetryPolicy(retries=retries, backoff=backoff)
         self._large = LARGE_BODY
+        self.max_body_bytes = max_body_bytes
         self._http = AsyncHttpClients(
             lambda: httpx.AsyncClient(
                 transport=transport,
@@ -138,6 +145,7 @@ class AsyncStateroomClient:
                 attempt += 1
                 continue
             self._large = large_after(response, self._large)
+            self.max_body_bytes = body_limit_after(response, self.max_body_bytes)
             return parse_response(call, response)
 
     async def _pages(self, call: Call[m.Page[T]]) -> AsyncIterator[T]:

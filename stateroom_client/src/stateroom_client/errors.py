@@ -102,6 +102,17 @@ class PayloadTooLarge(StateroomError):
         return value if isinstance(value, int) else None
 
 
+class ItemTooLarge(PayloadTooLarge):
+    """Refused by the client, before sending anything: one item alone makes a request over
+    the server's body limit, so it can never be stored. `size` is that request's size in
+    bytes, `limit` the limit (details `size_bytes`, `limit_bytes`); `status` is None."""
+
+    @property
+    def size(self) -> int | None:
+        value = self.details.get("size_bytes")
+        return value if isinstance(value, int) else None
+
+
 class ValidationError(StateroomError):
     """422: field validation failed; `details` maps fields to messages."""
 

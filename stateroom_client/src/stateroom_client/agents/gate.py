@@ -35,8 +35,11 @@ next turn all see the approved call; *respond* does not run the tool and gives
 the model the operator's `response` as its result; *reject* does not run it and
 gives the model the reason. The run event `approval.decided` records the
 decision, and for an edit both the asked and the approved call. The session
-keeps the call as the model asked it (session items are append-only; it was
-stored when the run paused), followed by the edited call's output.
+(append-only; the call as asked was stored when the run paused) gets an
+`sdk.edit` tombstone that takes the asked call out of the history and keeps
+its arguments, then the call with the approved arguments
+(`StateroomSession.replace_call`): later turns read the call that ran next to
+its output.
 
 Endings: a rejection (not a response) is sent to the model as the tool's output and the run
 goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
@@ -53,8 +56,11 @@ the claim in the background every third of `lease_seconds` while it works,
 and names its worker on every run write (transition, events, approval
 requests, effects). A process that finds the run claimed by another worker,
 or loses the claim, stops at once: it returns `GateOutcome(status="claimed",
-claimed_by=...)` (`.claimed_elsewhere`) without failing the task, appending to
-the session or running a tool. A run that waits for a person is held by
+claimed_by=..., claim_until=...)` (`.claimed_elsewhere`; `claim_until`: until
+when the holder's lease holds the run, also a killed holder's) without failing
+the task, appending to the session or running a tool. One that finds the run
+ended by another worker as it claims it (it lost the race) reports `claimed`
+too, never the winner's `succeeded`. A run that waits for a person is held by
 nobody (the server drops the claim when the run goes to `waiting_approval`),
 so whoever continues it after the decision claims it afresh; a gate that
 leaves a run waiting while it holds the claim lets it go.
@@ -170,6 +176,9 @@ class GateOutcome:
     replayed: list[str] = field(default_factory=list)  # tool call ids answered from the ledger
 
     claimed_by: str | None = None  # status "claimed": the worker that holds the run
+    # status "claimed": until when that worker's claim holds the run (its lease; a killed
+    # worker's claim holds it until then). None when the run ended elsewhere meanwhile.
+    claim_until: datetime | None = None
 
     @property
     def finished(self) -> bool:
@@ -423,8 +432,8 @@ class ApprovalGate:
             if run.status != "waiting_approval":
                 try:
                     await self._claim(run_id).hold()
-                except InvalidTransition:  # it ended meanwhile, elsewhere
-                    return await self.resume(run_id, wait=wait, decision_timeout=decision_timeout)
+                except InvalidTransition:  # it ended meanwhile, elsewhere: we lost
+                    return await _lost(self.client, outcome)
             drift = self._drift(data.get("fingerprint"))
             if drift:
                 await self._event(run_id, "agent.drift", drift)
@@ -471,6 +480,7 @@ class ApprovalGate:
             if claimed is not None:
                 await claim.stop()
                 outcome.status, outcome.claimed_by = CLAIMED, claimed.claimed_by
+                outcome.claim_until = _when(claimed.claim_until)
                 return outcome
             too_large = _cause(exc, PayloadTooLarge)
             if too_large is None:
@@ -632,9 +642,8 @@ class ApprovalGate:
             # the claim go while a person decided).
             try:
                 await self._claim(outcome.run_id).hold()
-            except InvalidTransition:  # ended meanwhile (a person cancelled it)
-                run = await self.client.get_run(outcome.run_id)
-                outcome.status, outcome.error = run.status, run.error
+            except InvalidTransition:  # ended meanwhile: a person cancelled it, or we lost
+                await _lost(self.client, outcome)
                 return None
             await self._event(outcome.run_id, "approval.decided", _decided_event(call, approval))
             ended = {
@@ -664,6 +673,8 @@ class ApprovalGate:
         }
         if edits:
             state = await _with_arguments(self.agent, state, edits)
+            if session is not None:  # later turns read the call that ran, not the one asked
+                await _record_edits(session, outcome.run_id, self.worker, decided, edits)
         for item in state.get_interruptions():
             approval = decided[item.call_id or ""]
             if approval.status == "approved":  # as asked, or as edited just above
@@ -1175,6 +1186,50 @@ async def _with_arguments(
         if isinstance(invocations, dict):
             invocations.pop(call_id, None)
     return await RunState.from_string(agent, json.dumps(data))
+
+
+async def _lost(client: AsyncStateroomClient, outcome: GateOutcome) -> GateOutcome:
+    """The run ended while this gate was about to claim it. Cancelled by a person: say so.
+    Ended by another worker: this one lost the race and did nothing, so it reports
+    `claimed` (never the other worker's `succeeded`)."""
+    run = await client.get_run(outcome.run_id)
+    if run.status == "cancelled":
+        outcome.status, outcome.error = run.status, run.error
+    else:
+        outcome.status, outcome.claimed_by = CLAIMED, run.claimed_by or None
+    return outcome
+
+
+def _when(value: str | None) -> datetime | None:
+    """A claim's `claim_until` as the API sends it (ISO 8601), as a datetime."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+async def _record_edits(
+    session: StateroomSession,
+    run_id: str,
+    worker: str,
+    decided: dict[str, Approval],
+    edits: dict[str, dict[str, Any]],
+) -> None:
+    """The session holds each edited call with its approved arguments (the asked ones kept
+    on the `sdk.edit` tombstone), so the history the model reads later matches what ran."""
+    for call_id, arguments in edits.items():
+        approval = decided[call_id]
+        await session.replace_call(
+            call_id,
+            arguments,
+            note={
+                "approval_id": approval.approval_id,
+                "decided_by": approval.decided_by,
+                "reason": approval.decision_reason,
+            },
+            run_id=run_id,
+            worker=worker,
+            idempotency_key=f"edit:{approval.approval_id}",
+        )
 
 
 def _text(output: Any) -> Any:

@@ -8,6 +8,11 @@ append a tombstone instead of deleting:
   item at seq n is no longer part of the agent's history.
 - `clear_session()` appends ``item_type="sdk.clear"``: every item before the
   tombstone is no longer part of the agent's history.
+- `replace_call()` (the approval gate, after an operator's edit) appends
+  ``item_type="sdk.edit"`` with ``payload={"seq": n, "call_id", "asked_arguments",
+  ...}`` followed by the call with the approved arguments: the item at seq n
+  (the call as the model asked it) is no longer part of the agent's history,
+  the call that ran is, and the tombstone keeps what was asked and who changed it.
 
 Readers fold the tombstones: `get_items()` returns what the agent should see,
 in seq order; the console and exports still show everything, tombstones
@@ -20,6 +25,10 @@ retry of our own append replays it.
 SDK items are stored as the item's JSON in ``payload``, with ``item_type``
 ``openai.<type>`` (``openai.message``, ``openai.function_call``, ...) and
 ``role`` the message role (``tool`` for tool outputs).
+
+`add_items` appends in requests of at most 200 items that stay under the
+server's body limit (`client.max_body_bytes`); an item that alone would be over
+it is refused with `ItemTooLarge` before any of the items is written.
 """
 
 from __future__ import annotations
@@ -35,13 +44,16 @@ import agents.memory.session_settings as sdk_settings
 from agents.items import TResponseInputItem
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
+from .._core import Endpoints, encode_body
 from ..aio import AsyncStateroomClient
-from ..errors import IdempotencyKeyReused, NotFound
+from ..errors import IdempotencyKeyReused, ItemTooLarge, NotFound, PayloadTooLarge
 from ..models import SessionItem
 
 SDK_PREFIX = "openai."
 POP = "sdk.pop"
 CLEAR = "sdk.clear"
+EDIT = "sdk.edit"
+_REMOVES = (POP, EDIT)  # tombstones that take the item at their payload's seq out
 _NEWEST = 2**53  # "before the end": larger than any seq
 _PAGE = 200
 
@@ -177,7 +189,7 @@ class StateroomSession:
                 self._remember(row.seq, row.payload)
                 if row.item_type == CLEAR:
                     return visible
-                if row.item_type == POP:
+                if row.item_type in _REMOVES:
                     popped.add(int((row.payload or {}).get("seq", 0)))
                 elif row.item_type.startswith(SDK_PREFIX) and row.seq not in popped:
                     visible.append(row)
@@ -199,19 +211,122 @@ class StateroomSession:
     # --- writing -------------------------------------------------------------
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         rows = [to_stateroom(item) for item in items]
-        for start in range(0, len(rows), _PAGE):
-            # A fresh key per append lets the client retry a lost answer
-            # without appending the items twice.
-            batch = rows[start : start + _PAGE]
-            appended = await self.client.append_items(
-                self.session_id,
-                batch,
-                run_id=self.run_id,
-                worker=self.worker,
-                idempotency_key=f"add:{uuid.uuid4().hex}",
-            )
-            for offset, row in enumerate(batch):
+        batches = self._batches(rows)  # an item too large is refused before any is written
+        while batches:
+            limit = self.client.max_body_bytes
+            try:
+                # A fresh key per append lets the client retry a lost answer
+                # without appending the items twice.
+                appended = await self.client.append_items(
+                    self.session_id,
+                    batches[0],
+                    run_id=self.run_id,
+                    worker=self.worker,
+                    idempotency_key=_add_key(),
+                )
+            except PayloadTooLarge:
+                if self.client.max_body_bytes >= limit:
+                    raise
+                # The server's limit is lower than the client knew (the 413 said
+                # which): the refused request wrote nothing, split the rest again.
+                batches = self._batches([row for batch in batches for row in batch])
+                continue
+            for offset, row in enumerate(batches.pop(0)):
                 self._remember(appended.first_seq + offset, row["payload"])
+
+    def _batches(self, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """`rows` in order, as appends of at most `_PAGE` items under the body limit."""
+        limit = self.client.max_body_bytes
+        empty = Endpoints.append_items(
+            self.session_id,
+            items=[],
+            run_id=self.run_id,
+            idempotency_key=_add_key(),
+            worker=self.worker,
+        )
+        base = len(encode_body(empty.body) or b"")
+        batches: list[list[dict[str, Any]]] = []
+        size = base
+        for index, row in enumerate(rows):
+            grows = len(encode_body(row) or b"")
+            if base + grows > limit:
+                raise ItemTooLarge(
+                    f"Item {index} of {len(rows)} ({row['item_type']}) makes a request of"
+                    f" {base + grows} bytes, over the server's limit of {limit} bytes;"
+                    " none of the items was written.",
+                    code="item_too_large",
+                    details={"size_bytes": base + grows, "limit_bytes": limit},
+                )
+            if batches and len(batches[-1]) < _PAGE and size + 1 + grows <= limit:
+                batches[-1].append(row)  # after a comma
+                size += 1 + grows
+            else:
+                batches.append([row])
+                size = base + grows
+        return batches
+
+    async def replace_call(
+        self,
+        call_id: str,
+        arguments: dict[str, Any],
+        *,
+        note: dict[str, Any],
+        run_id: str,
+        worker: str | None,
+        idempotency_key: str,
+    ) -> int | None:
+        """Make the history hold function call `call_id` with `arguments` instead of as asked.
+
+        For a call an operator edited before it ran: the model's later turns must
+        see the call that ran next to its output. The stored call (written by run
+        `run_id`) is tombstoned by an `sdk.edit` item that keeps the asked
+        arguments and `note` (who decided, the approval), and the call is
+        appended again with `arguments`, in one append. Returns the new call's
+        seq; None when the history does not hold the call (the SDK has not
+        stored it yet, and will store it as edited) or holds it edited already.
+        """
+        found = await self._newest_call(call_id, run_id)
+        if found is None or _call_arguments(found.payload) == arguments:
+            return None
+        edited = {**found.payload, "arguments": json.dumps(arguments)}
+        tombstone = {
+            "seq": found.seq,
+            "call_id": call_id,
+            "asked_arguments": _call_arguments(found.payload),
+            "approved_arguments": arguments,
+            **note,
+        }
+        appended = await self.client.append_items(
+            self.session_id,
+            [
+                {"role": "system", "item_type": EDIT, "payload": tombstone},
+                {"role": found.role, "item_type": found.item_type, "payload": edited},
+            ],
+            run_id=run_id,
+            worker=worker,
+            idempotency_key=idempotency_key,
+        )
+        self._remember(appended.first_seq + 1, edited)
+        return appended.first_seq + 1
+
+    async def _newest_call(self, call_id: str, run_id: str) -> SessionItem | None:
+        """The visible function call `call_id` among the newest items run `run_id` wrote."""
+        removed: set[int] = set()
+        before = _NEWEST
+        while True:
+            page = await self.client.get_items(self.session_id, before_seq=before, limit=_PAGE)
+            for row in reversed(page.results):
+                if row.item_type == CLEAR:
+                    return None
+                if row.item_type in _REMOVES:
+                    removed.add(int((row.payload or {}).get("seq", 0)))
+                elif row.item_type.startswith(SDK_PREFIX) and row.run_id != run_id:
+                    return None  # older than the run: the call is not stored
+                elif row.seq not in removed and _is_call(row, call_id):
+                    return row
+            if len(page.results) < _PAGE or page.results[0].seq <= 1:
+                return None
+            before = page.results[0].seq
 
     # --- seqs: a conversation by reference ------------------------------------
     def _remember(self, seq: int, payload: Any) -> None:
@@ -277,6 +392,25 @@ class StateroomSession:
             worker=self.worker,
             idempotency_key=f"clear:{uuid.uuid4().hex}",
         )
+
+
+def _is_call(row: SessionItem, call_id: str) -> bool:
+    payload = row.payload if isinstance(row.payload, dict) else {}
+    return row.item_type == SDK_PREFIX + "function_call" and payload.get("call_id") == call_id
+
+
+def _call_arguments(payload: dict[str, Any]) -> Any:
+    """A stored function call's arguments as JSON values (the SDK stores them as text)."""
+    raw = payload.get("arguments")
+    try:
+        return json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
+
+
+def _add_key() -> str:
+    """The idempotency key of one append (always the same length: batches are sized with it)."""
+    return f"add:{uuid.uuid4().hex}"
 
 
 def seq_ranges(seqs: list[int]) -> list[list[int]]:
