@@ -14,7 +14,7 @@ from tenancy_app.definer import force_with_definer_lookup
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("tenancy_app", "0005_session_lease_admin_tokens"),
+        ("tenancy_app", "0006_tenant_unclaimed_run_warning"),
     ]
 
     operations = [
