@@ -58,11 +58,13 @@ QUICK_APPROVE_RANK = {"none": 0, "low": RISK_RANK[Risk.LOW], "medium": RISK_RANK
 
 
 def quick_approvable(tenant, approval) -> bool:
-    """The tenant allows approving this call from the inbox without opening it."""
+    """The tenant allows approving this call from the inbox without opening it (and it can
+    run as asked: its arguments fit the tool's schema)."""
     return (
         "approve" in approval.allowed_decisions
         and approval.risk_rank <= QUICK_APPROVE_RANK.get(tenant.quick_approve_max_risk, 0)
         and not approval.first_approved_by
+        and not ApprovalStore.asked_argument_errors(approval)
     )
 
 
