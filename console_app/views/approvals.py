@@ -178,11 +178,11 @@ def _paths(details: dict[str, list[str]], field: str) -> list[tuple[str, list[st
     """422 details under `field` (`approved_arguments.amount_cents`) as (argument path,
     messages), the arguments' own paths (`amount_cents`; `(the arguments)` for the whole)."""
     found = []
-    for key, messages in details.items():
+    for key, errors in details.items():
         if key == field:
-            found.append((WHOLE, messages))
+            found.append((WHOLE, errors))
         elif key.startswith(field + ".") or key.startswith(field + "["):
-            found.append((key[len(field) :].lstrip("."), messages))
+            found.append((key[len(field) :].lstrip("."), errors))
     return found
 
 
