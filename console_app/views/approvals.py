@@ -128,12 +128,14 @@ def decide(request, approval_id: str):
     if not form.is_valid():
         return _refused_form(request, approval, form, from_inbox)
     if from_inbox and not quick_approvable(request.tenant, approval):
-        # Above what the tenant lets be approved without opening the call.
+        # Above what the tenant lets be approved without opening the call, or not as asked.
+        why = f"{approval.risk} risk is not approved from the inbox here"
+        if store.asked_argument_errors(approval):
+            why = "its arguments do not fit the tool's schema"
         return _after(
             request,
             approval,
-            f"Not decided: {approval.risk} risk is not approved from the inbox here; "
-            "open the call and decide there.",
+            f"Not decided: {why}; open the call and decide there.",
             "warning",
             False,
         )
