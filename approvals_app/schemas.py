@@ -86,7 +86,7 @@ def argument_errors(
         errors.setdefault(field, []).append(
             f"the tool's schema has a $ref that cannot be resolved: {exc}"
         )
-    return errors
+    return dict(sorted(errors.items()))  # by path, whatever order the schema checks in
 
 
 def _validator(schema: dict[str, Any]) -> Any:
