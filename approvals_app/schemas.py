@@ -33,32 +33,39 @@ MAX_MESSAGE_CHARS = 200
 def check_schema(schema: Any, arguments: Any) -> None:
     """422 (`details.arguments_schema`) unless `schema` is a JSON Schema object within bounds
     that can be applied to the asked `arguments` (whether they fit it is another matter)."""
-    problem = ""
-    if not isinstance(schema, dict):
-        problem = "must be a JSON Schema object"
-    else:
+    problem = _schema_problem(schema)
+    if not problem:
         try:
-            size = len(canonical_json(schema).encode())
-        except (TypeError, ValueError):
-            size, problem = 0, "must be JSON"
-        if size > MAX_SCHEMA_BYTES:
-            problem = f"at most {MAX_SCHEMA_BYTES} bytes of JSON"
-        elif not problem:
-            try:
-                validator_for(schema, default=Draft202012Validator).check_schema(schema)
-            except SchemaError as exc:
-                where = "/".join(str(p) for p in exc.path)
-                problem = f"not a valid JSON Schema{f' at {where}' if where else ''}: {_short(exc.message)}"
-            else:
-                try:
-                    for _error in _validator(schema).iter_errors(arguments):
-                        pass
-                except Unresolvable as exc:
-                    problem = f"has a $ref that cannot be resolved (none is fetched): {exc}"
+            for _error in _validator(schema).iter_errors(arguments):
+                pass
+        except Unresolvable as exc:
+            problem = f"has a $ref that cannot be resolved (none is fetched): {_short(str(exc))}"
+        except RecursionError:
+            problem = "has $refs that refer to themselves without end"
     if problem:
         raise Unprocessable(
             "The tool's schema is invalid.", details={"arguments_schema": [problem]}
         )
+
+
+def _schema_problem(schema: Any) -> str:
+    """What makes `schema` no JSON Schema we keep ("" when it is one)."""
+    if not isinstance(schema, dict):
+        return "must be a JSON Schema object"
+    try:
+        size = len(canonical_json(schema).encode())
+    except (TypeError, ValueError):
+        return "must be JSON"
+    if size > MAX_SCHEMA_BYTES:
+        return f"at most {MAX_SCHEMA_BYTES} bytes of JSON"
+    if not isinstance(schema.get("$schema", ""), str):
+        return "$schema must be a string (the dialect's URI)"
+    try:
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        return f"not a valid JSON Schema{f' at {where}' if where else ''}: {_short(exc.message)}"
+    return ""
 
 
 def argument_errors(
@@ -68,7 +75,9 @@ def argument_errors(
     (`approved_arguments.amount_cents`); {} when they fit, or when there is no schema.
 
     An argument the schema does not allow is named by its own path, and so is a
-    missing required one: the operator sees each field that is wrong.
+    missing required one: the operator sees each field that is wrong. A schema
+    that cannot be applied to these arguments (a `$ref` that resolves nowhere,
+    or loops, on a path the asked ones did not take) refuses them too.
     """
     if schema is None:
         return {}
@@ -84,8 +93,10 @@ def argument_errors(
                 break
     except Unresolvable as exc:
         errors.setdefault(field, []).append(
-            f"the tool's schema has a $ref that cannot be resolved: {exc}"
+            f"the tool's schema has a $ref that cannot be resolved: {_short(str(exc))}"
         )
+    except RecursionError:
+        errors.setdefault(field, []).append("the tool's schema has $refs that loop without end")
     return dict(sorted(errors.items()))  # by path, whatever order the schema checks in
 
 

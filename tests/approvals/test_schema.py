@@ -89,8 +89,13 @@ def test_the_schema_is_stored_and_read_back(api_a, tenant_a):
             {"type": "object", "description": "x" * MAX_SCHEMA_BYTES},
             f"at most {MAX_SCHEMA_BYTES} bytes of JSON",
         ),
+        ({"$schema": 5}, "$schema must be a string (the dialect's URI)"),
+        (
+            {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}},
+            "has $refs that refer to themselves without end",
+        ),
     ],
-    ids=["bad-type", "bad-regex", "remote-ref", "too-big"],
+    ids=["bad-type", "bad-regex", "remote-ref", "too-big", "schema-not-a-string", "ref-loop"],
 )
 def test_a_malformed_schema_is_422_and_nothing_is_written(api_a, tenant_a, schema, problem):
     make_run(tenant_a, "running", run_id="run-1")
@@ -240,4 +245,22 @@ def test_a_runtime_token_cannot_decide_even_a_fitting_edit(api_a, tenant_a):
     ask(api_a, approval_id="apr-1")
     response = decide(api_a, decision="edit", approved_arguments=REFUND)
     assert response.status_code == 403
+    assert reload_approval(tenant_a, "apr-1")["status"] == "pending"
+
+
+def test_a_ref_loop_only_an_edit_reaches_refuses_the_edit(api_a, operator_api_a, tenant_a):
+    schema = {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "note": {"$ref": "#/$defs/loop"}},
+        "$defs": {"loop": {"$ref": "#/$defs/loop"}},
+    }
+    make_run(tenant_a, "running", run_id="run-1")
+    response = ask(
+        api_a, approval_id="apr-1", arguments={"order_id": "A-1"}, arguments_schema=schema
+    )
+    assert response.status_code == 201
+    response = decide(operator_api_a, decision="edit", approved_arguments={"note": "x"})
+    assert error_of(response)[2] == {
+        "approved_arguments": ["the tool's schema has $refs that loop without end"]
+    }
     assert reload_approval(tenant_a, "apr-1")["status"] == "pending"
