@@ -47,6 +47,7 @@ from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
 
 from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, VoidReason
+from .schemas import MAX_SCHEMA_BYTES
 from .store import (
     MAX_ARGUMENT_NAME_LENGTH,
     MAX_DECISION_REASON_LENGTH,
@@ -94,6 +95,10 @@ class ApprovalSerializer(serializers.Serializer):
     allowed_decisions = serializers.ListField(
         child=serializers.ChoiceField(choices=Decision.choices),
         help_text="The decisions the runtime declared it can honour",
+    )
+    arguments_schema = serializers.DictField(
+        allow_null=True,
+        help_text="The tool's JSON Schema for its arguments, if the runtime sent one",
     )
     call_digest = serializers.CharField(
         help_text=(
@@ -184,6 +189,16 @@ class ApprovalRequestIn(StrictSerializer):
         required=False,
         max_length=MAX_PUBLIC_ID_LENGTH,
         help_text="The voided approval of this run that this one asks again",
+    )
+    arguments_schema = StrictDictField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "The tool's JSON Schema for its arguments (Draft 2020-12 unless `$schema` names "
+            f"another; at most {MAX_SCHEMA_BYTES} bytes; no remote `$ref`). An edit must fit "
+            "it, and so must the arguments for a plain approve: arguments that do not can "
+            "only be edited to fit, or rejected"
+        ),
     )
     worker = worker_field()
 
@@ -413,7 +428,10 @@ def approval_cancel(request, approval_id: str):
         ),
         422: error(
             "decision_not_allowed: the runtime did not declare it can honour this decision; "
-            "validation_error, e.g. a reason is required to reject"
+            "arguments_invalid: approve as asked, but the asked arguments do not fit the tool's "
+            "arguments_schema (details name each failing path, `arguments.<path>`); "
+            "validation_error, e.g. a reason is required to reject, or edited arguments that "
+            "do not fit the tool's arguments_schema (`approved_arguments.<path>`)"
         ),
     },
 )

@@ -27,6 +27,8 @@ class DecisionForm(forms.Form):
     def __init__(self, *args, approval: ApprovalRequest, **kwargs):
         super().__init__(*args, **kwargs)
         self.approval = approval
+        # An edit refused by the tool's schema: (argument path, messages), shown at the field.
+        self.argument_errors: list[tuple[str, list[str]]] = []
 
     def clean_approved_arguments(self) -> dict | None:
         """The edited arguments (edit only), or None."""

@@ -78,6 +78,9 @@ class ApprovalRequest(TenantOwned):
     argument_order = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # The tool's usual call, when the runtime supplies one: the page marks what differs.
     usual_arguments = models.JSONField(null=True, blank=True)
+    # The tool's JSON Schema for its arguments, when the runtime sent one: an edit must
+    # validate against it, and so must the asked arguments for a plain approve.
+    arguments_schema = models.JSONField(null=True, blank=True)
     # What the runtime can honour; the console offers only these.
     allowed_decisions = ArrayField(
         models.CharField(max_length=16, choices=Decision.choices),

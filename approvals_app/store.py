@@ -64,6 +64,7 @@ from .models import (
     Risk,
     VoidReason,
 )
+from .schemas import argument_errors, check_schema
 from .urgency import order_by_urgency
 from .webhooks import notify_decision
 
@@ -174,7 +175,8 @@ _APPROVALS = ApprovalRequest._meta.db_table
 _RUNS = Run._meta.db_table
 _PENDING_COLUMNS = (
     "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
-    " a.key_arguments, a.usual_arguments, a.allowed_decisions, a.call_digest, a.run_version,"
+    " a.key_arguments, a.usual_arguments, a.allowed_decisions, a.arguments_schema,"
+    " a.call_digest, a.run_version,"
     " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
     f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id)"
 )
@@ -210,6 +212,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         key_arguments,
         usual_arguments,
         allowed_decisions,
+        arguments_schema,
         call_digest,
         run_version,
         first_approved_by,
@@ -231,6 +234,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         "key_arguments": key_arguments,
         "usual_arguments": None if usual_arguments is None else loads(usual_arguments),
         "allowed_decisions": allowed_decisions,
+        "arguments_schema": None if arguments_schema is None else loads(arguments_schema),
         "call_digest": call_digest,
         "run_version": run_version,
         "decided_by": None,
@@ -467,6 +471,12 @@ class ApprovalStore(BaseStore):
             and (session is None or session.status not in TERMINAL_SESSION_STATUSES)
         )
 
+    @staticmethod
+    def asked_argument_errors(approval: ApprovalRequest) -> dict[str, list[str]]:
+        """Where the asked arguments break the tool's schema ({}: they fit, or no schema).
+        With any, the call cannot run as asked: only an edit that fits, or a rejection."""
+        return argument_errors(approval.arguments_schema, approval.arguments, field="arguments")
+
     def digest(self, approval: ApprovalRequest) -> str:
         """What a console embeds to bind a decision to the call it showed.
 
@@ -505,8 +515,14 @@ class ApprovalStore(BaseStore):
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
+        arguments_schema: dict[str, Any] | None = None,
     ) -> ApprovalRequest:
         """Ask for a decision; the run moves to `waiting_approval` in the same transaction.
+
+        `arguments_schema` is the tool's JSON Schema for its arguments (422 if
+        it is not one, is over `MAX_SCHEMA_BYTES` or has a `$ref` that cannot
+        be resolved): `decide` then refuses an edit that does not fit it, and a
+        plain approve of asked arguments that do not (`approvals_app.schemas`).
 
         `replaces_approval_id` names the voided approval of the same run this
         one asks again (the console links them and shows why the first was
@@ -544,6 +560,8 @@ class ApprovalStore(BaseStore):
             )
             allowed = _allowed_decisions(allowed_decisions)
             summary, key_arguments = _presentation(summary, key_arguments, usual_arguments)
+            if arguments_schema is not None:
+                check_schema(arguments_schema, arguments)
             if run.version == expected_version and not run.is_terminal and run.pending_approval_id:
                 raise Conflict(
                     "The run already waits on an approval.",
@@ -579,6 +597,7 @@ class ApprovalStore(BaseStore):
                         key_arguments=key_arguments,
                         argument_order=[str(key)[:200] for key in arguments],
                         usual_arguments=usual_arguments,
+                        arguments_schema=arguments_schema,
                         status=ApprovalStatus.PENDING,
                         expires_at=expires_at,
                         created_at=now,
@@ -599,6 +618,11 @@ class ApprovalStore(BaseStore):
                     "run_version": moved.version,
                     "allowed_decisions": allowed,
                     **({"replaces": replaces.approval_id} if replaces else {}),
+                    **(
+                        {"arguments_schema_digest": digest(arguments_schema)}
+                        if arguments_schema is not None
+                        else {}
+                    ),
                 },
                 # The runtime's reason is its own text: a detached payload, not the log.
                 content={"reason": reason},
@@ -626,7 +650,11 @@ class ApprovalStore(BaseStore):
         Refusals, in this order (nothing written): 404; 422 bad decision,
         arguments or response; 409 `already_decided` (details decided_by,
         decided_at, status); 422 `decision_not_allowed` when the runtime did
-        not declare it can honour this decision; 409 `approval_expired` when
+        not declare it can honour this decision; with the tool's schema, 422
+        when an edit's arguments do not fit it (details name each failing path,
+        `approved_arguments.amount_cents`) and 422 `arguments_invalid` for a
+        plain approve of asked arguments that do not (`arguments.<path>`):
+        those can only be edited to fit, or rejected; 409 `approval_expired` when
         `expires_at` has passed (this one records the expiry, `keep_changes`);
         409 `call_changed` when `expected_digest` or `expected_run_version` no
         longer match; 422 a reason is required (reject; any decision on high
@@ -654,6 +682,7 @@ class ApprovalStore(BaseStore):
                         "allowed_decisions": approval.allowed_decisions,
                     },
                 )
+            _check_fits_schema(approval, decision, approved_arguments)
             if self._is_due(approval):
                 self._expire_locked(approval, run)
                 expired = Conflict(
@@ -1286,6 +1315,33 @@ def _decision_content(
     if approved_arguments is not None:
         content["approved_arguments_diff"] = arguments_diff(arguments, approved_arguments)
     return content
+
+
+def _check_fits_schema(
+    approval: ApprovalRequest, decision: str, approved_arguments: dict[str, Any] | None
+) -> None:
+    """A call that runs must fit the tool's schema: the edited arguments, or the asked ones."""
+    if approval.arguments_schema is None:
+        return
+    if decision == Decision.EDIT:
+        errors = argument_errors(
+            approval.arguments_schema, approved_arguments, field="approved_arguments"
+        )
+        if errors:
+            raise Unprocessable(
+                "The edited arguments do not fit the tool's schema.", details=errors
+            )
+    elif decision == Decision.APPROVE:
+        errors = ApprovalStore.asked_argument_errors(approval)
+        if errors:
+            raise Unprocessable(
+                "The arguments asked do not fit the tool's schema: edit them to fit, or reject.",
+                code="arguments_invalid",
+                details={
+                    "decision": ["approve as asked is not possible: edit or reject"],
+                    **errors,
+                },
+            )
 
 
 def _check_void(reason_code: Any, reason: Any, details: Any) -> None:

@@ -57,6 +57,18 @@ def issue_voucher(order_id: str, voucher_cents: int) -> str:
     return f"V-{order_id}-{voucher_cents}-{secrets.token_hex(3)}"
 
 
+# issue_voucher's arguments: the console refuses an edit that does not fit (say, cents as text).
+VOUCHER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "order_id": {"type": "string", "pattern": "^A-[0-9]+$"},
+        "voucher_cents": {"type": "integer", "minimum": 1, "maximum": 100_000},
+    },
+    "required": ["order_id", "voucher_cents"],
+    "additionalProperties": False,
+}
+
+
 def assess(state: Claim) -> dict[str, Any]:
     return scripted_model(state["message"])
 
@@ -68,6 +80,7 @@ def review(state: Claim) -> dict[str, Any]:
         {"order_id": state["order_id"], "voucher_cents": cents},
         risk="low" if cents < 5_000 else "medium" if cents < 20_000 else "high",
         allowed_decisions=["approve", "edit", "reject", "respond"],
+        arguments_schema=VOUCHER_SCHEMA,
         description=(
             f"{state['customer']} reports a {state['problem']} on {state['order_id']}:"
             f" voucher of {cents / 100:.2f} EUR?"

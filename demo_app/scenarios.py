@@ -157,6 +157,20 @@ def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_
     return session
 
 
+# payments.refund's arguments, as the runtime sends them: an edit in the console must fit.
+REFUND_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "charge": {"type": "string"},
+        "amount_eur": {"type": "number", "exclusiveMinimum": 0, "maximum": 10_000},
+        "currency": {"type": "string", "enum": ["EUR", "USD", "GBP"]},
+        "customer": {"type": "string"},
+    },
+    "required": ["charge", "amount_eur", "currency", "customer"],
+    "additionalProperties": False,
+}
+
+
 def payments_refund(
     tenant: Tenant, rng: random.Random, index: int, *, risk: str, amount: int, age_minutes: float
 ):
@@ -235,6 +249,7 @@ def payments_refund(
             "customer": user,
         },
         allowed_decisions=["approve", "edit", "respond", "reject"],
+        arguments_schema=REFUND_SCHEMA,
     )
     return session, run, approval
 
@@ -437,6 +452,7 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
             key_arguments=list(stale.key_arguments),
             allowed_decisions=list(stale.allowed_decisions),
             replaces_approval_id=stale.approval_id,
+            arguments_schema=REFUND_SCHEMA,
         )
         made["approvals"] += 1
         # An effect whose outcome is unknown after a crash, and one that failed.

@@ -66,6 +66,9 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         row.payload_html = highlight_json(row.payload) if row.payload is not None else ""
     edited = approval.approved_arguments
     pending = approval.status == ApprovalStatus.PENDING
+    schema = approval.arguments_schema
+    # Arguments that do not fit the tool's schema cannot run as asked: no plain approve.
+    asked_errors = _paths(store.asked_argument_errors(approval), "arguments") if pending else []
     # Offered only if it can still happen: its session live, its content not deleted.
     live = store.can_still_happen(approval)
     context = {
@@ -92,7 +95,9 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
         "form": form,
         "focus": request.GET.get("decide", ""),
         "reason_required": approval.risk in ("high", "critical"),
-        "allowed": set(approval.allowed_decisions),
+        "allowed": set(approval.allowed_decisions) - ({"approve"} if asked_errors else set()),
+        "asked_errors": asked_errors,
+        "schema_html": highlight_json(schema) if schema is not None else "",
         # Voided by its runtime: why, and what changed in the tool; asked again as which.
         "void_changes": schema_changes(approval.void_details),
         "replaced_by": getattr(approval, "replaced_by", None),
@@ -124,12 +129,14 @@ def decide(request, approval_id: str):
     if not form.is_valid():
         return _refused_form(request, approval, form, from_inbox)
     if from_inbox and not quick_approvable(request.tenant, approval):
-        # Above what the tenant lets be approved without opening the call.
+        # Above what the tenant lets be approved without opening the call, or not as asked.
+        why = f"{approval.risk} risk is not approved from the inbox here"
+        if store.asked_argument_errors(approval):
+            why = "its arguments do not fit the tool's schema"
         return _after(
             request,
             approval,
-            f"Not decided: {approval.risk} risk is not approved from the inbox here; "
-            "open the call and decide there.",
+            f"Not decided: {why}; open the call and decide there.",
             "warning",
             False,
         )
@@ -145,16 +152,41 @@ def decide(request, approval_id: str):
             expected_run_version=data["run_version"],
         )
     except Unprocessable as exc:
-        fields = {name: errors for name, errors in exc.details.items() if name in form.fields}
-        if exc.code != "validation_error" or not fields:
-            form.add_error(None, exc.message)
-        if exc.code == "validation_error":
-            for field, errors in fields.items():
-                form.add_error(field, errors)
+        _map_refusal(form, exc)
         return _refused_form(request, approval, form, from_inbox)
     except Conflict as exc:
         return _after(request, approval, conflict_message(exc), "warning", from_inbox)
     return _after(request, decided, decided_message(decided), "success", from_inbox)
+
+
+WHOLE = "(the arguments)"
+
+
+def _map_refusal(form: DecisionForm, exc: Unprocessable) -> None:
+    """The store's 422 onto the form: its fields, and an edit's schema errors by argument."""
+    by_argument = _paths(exc.details, "approved_arguments")
+    if any(path != WHOLE for path, _messages in by_argument):
+        form.argument_errors = by_argument
+        form.add_error("approved_arguments", exc.message)
+        return
+    fields = {name: errors for name, errors in exc.details.items() if name in form.fields}
+    if exc.code != "validation_error" or not fields:
+        form.add_error(None, exc.message)
+    if exc.code == "validation_error":
+        for field, errors in fields.items():
+            form.add_error(field, errors)
+
+
+def _paths(details: dict[str, list[str]], field: str) -> list[tuple[str, list[str]]]:
+    """422 details under `field` (`approved_arguments.amount_cents`) as (argument path,
+    messages), the arguments' own paths (`amount_cents`; `(the arguments)` for the whole)."""
+    found = []
+    for key, errors in details.items():
+        if key == field:
+            found.append((WHOLE, errors))
+        elif key.startswith(field + ".") or key.startswith(field + "["):
+            found.append((key[len(field) :].lstrip("."), errors))
+    return found
 
 
 def _refused_form(request, approval, form, from_inbox: bool) -> HttpResponse:

@@ -25,9 +25,14 @@ def issue_refund(order_id: str, amount_cents: int) -> str:
         order_id: The order to refund.
         amount_cents: How much to refund, in cents.
     """
+    return issue_refund_log(order_id, amount_cents)
+
+
+def issue_refund_log(order_id: str, amount: Any) -> str:
+    """The refund's side effect: a line in the log, counted by the tests."""
     with open(os.environ[REFUND_LOG], "a") as log:
-        log.write(f"{order_id} {amount_cents}\n")
-    return f"Refunded {amount_cents} cents on order {order_id}."
+        log.write(f"{order_id} {amount}\n")
+    return f"Refunded {amount} cents on order {order_id}."
 
 
 def script(view: ScriptView) -> list[Any]:

@@ -7,9 +7,12 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from demo_app import live
 from demo_app import runtime as demo
-from stateroom_client import AsyncStateroomClient, StateroomClient
+from demo_app.claims import VOUCHER_SCHEMA
+from stateroom_client import AsyncStateroomClient, StateroomClient, ValidationError
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
 
@@ -75,6 +78,7 @@ def test_a_refund_waits_in_the_inbox_and_finishes_once_approved(server, client, 
         outcome, session = await rt.request_refund()
         [approval] = outcome.approvals
         assert (approval.status, approval.tool_name) == ("pending", "issue_refund")
+        assert approval.arguments_schema == demo.issue_refund.params_json_schema
         assert approval.risk == demo.refund_risk("issue_refund", approval.arguments)
         args = approval.arguments
         assert approval.reason == (
@@ -227,6 +231,17 @@ def test_a_langgraph_claim_waits_in_the_inbox_and_finishes_once_edited(server, c
             f"{outcome.thread_id}.run",
         )
         assert approval.allowed_decisions == ("approve", "edit", "reject", "respond")
+        assert approval.arguments_schema == VOUCHER_SCHEMA
+        with pytest.raises(ValidationError) as refused:  # an edit the graph could not use
+            operator.decide_approval(
+                approval.approval_id,
+                decision="edit",
+                reason="more",
+                approved_arguments={**approval.arguments, "voucher_cents": "lots"},
+            )
+        assert refused.value.details == {
+            "approved_arguments.voucher_cents": ["'lots' is not of type 'integer'"]
+        }
         assert [a.approval_id for a in client.list_approvals(status="pending")] == [
             approval.approval_id
         ]

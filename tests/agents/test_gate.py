@@ -37,7 +37,7 @@ from stateroom_client.agents import (
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 
-from .payments import build_agent, issue_refund, refunds_made, risk
+from .payments import build_agent, issue_refund, issue_refund_log, refunds_made, risk
 
 CALL = "scripted-u1-s0-0"  # the scripted model's first tool call in a conversation
 REFUND = "Refund 1200 cents on order A-1"
@@ -280,6 +280,85 @@ def test_a_resume_after_the_tools_schema_changed_does_not_run_it_on_the_old_appr
     assert again.replaces_approval_id == old_id
     assert client.get_approval(again.approval_id).replaces_approval_id == old_id
     assert [a.approval_id for a in client.list_approvals(status="voided").results] == [old_id]
+
+
+def test_the_gate_sends_the_tools_schema_and_an_edit_the_sdk_would_refuse_is_refused(
+    server, client, operator, refund_log
+):
+    """Before: `{"amount_cents": "lots", "foo": 1}` was approved, the SDK refused the call,
+    the model was told to retry and the run read succeeded with no refund."""
+    _start(server, "pay-schema")
+    approval_id = f"pay-schema:{CALL}"
+    asked = client.get_approval(approval_id)
+    assert asked.arguments_schema == issue_refund.params_json_schema
+    with pytest.raises(ValidationError) as refused:
+        operator.decide_approval(
+            approval_id,
+            decision="edit",
+            reason="more",
+            approved_arguments={"amount_cents": "lots", "foo": 1},
+        )
+    assert refused.value.details == {
+        "approved_arguments.amount_cents": ["'lots' is not of type 'integer'"],
+        "approved_arguments.foo": ["not an argument of this tool"],
+        "approved_arguments.order_id": ["required"],
+    }
+    assert operator.get_approval(approval_id).status == "pending"
+    edited = {"order_id": "A-1", "amount_cents": 600}
+    operator.decide_approval(approval_id, decision="edit", reason="half", approved_arguments=edited)
+    outcome = _resume(server, "pay-schema")
+    assert (outcome.status, outcome.error, outcome.executed) == ("succeeded", None, [CALL])
+    assert refunds_made(refund_log) == ["A-1 600"]
+    [effect] = client.list_run_effects("pay-schema")
+    assert (effect.status, effect.request) == ("committed", {"arguments": edited})
+
+
+def test_after_an_incompatible_tool_change_the_call_runs_only_edited_to_the_new_schema(
+    server, client, operator, refund_log
+):
+    """Before: the re-ask kept the old arguments and offered plain approve; the SDK refused
+    them, the model was told to retry and the run ended succeeded with no effect."""
+    _start(server, "pay-drift-2")
+
+    @idempotent_tool(needs_approval=True, name_override="issue_refund")
+    def issue_refund_v2(order_id: str, amount_cents: int, currency: str) -> str:
+        """Refund part of an order to the customer's card.
+
+        Args:
+            order_id: The order to refund.
+            amount_cents: How much to refund, in cents.
+            currency: ISO currency code.
+        """
+        return issue_refund_log(order_id, f"{amount_cents} {currency}")
+
+    agent = build_agent()
+    agent.tools = [issue_refund_v2]
+
+    async def resume(wait: bool) -> GateOutcome:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            return await ApprovalGate(aclient, agent, risk_policy=risk).resume(
+                "pay-drift-2", wait=wait
+            )
+
+    [again] = asyncio.run(resume(False)).approvals
+    assert again.arguments == {"order_id": "A-1", "amount_cents": 1200}
+    assert again.arguments_schema == issue_refund_v2.params_json_schema
+    # The old arguments cannot run on the new tool: approving them as asked is refused.
+    with pytest.raises(ValidationError) as refused:
+        operator.decide_approval(again.approval_id, decision="approve", reason="ok")
+    assert (refused.value.code, refused.value.details["arguments.currency"]) == (
+        "arguments_invalid",
+        ["required"],
+    )
+    fits = {"order_id": "A-1", "amount_cents": 1200, "currency": "EUR"}
+    operator.decide_approval(
+        again.approval_id, decision="edit", reason="EUR", approved_arguments=fits
+    )
+    outcome = asyncio.run(resume(True))
+    assert (outcome.status, outcome.error, outcome.executed) == ("succeeded", None, [CALL])
+    assert refunds_made(refund_log) == ["A-1 1200 EUR"]
+    [effect] = client.list_run_effects("pay-drift-2")
+    assert (effect.status, effect.request) == ("committed", {"arguments": fits})
 
 
 def crashed_worker(client, run_id: str) -> str:

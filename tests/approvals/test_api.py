@@ -87,6 +87,7 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "key_arguments": ["amount"],
         "usual_arguments": {"amount": 100},
         "allowed_decisions": ["approve", "reject"],
+        "arguments_schema": None,
         "call_digest": reload_approval(tenant_a, "apr-1")["call_digest"],
         "run_version": 3,
         "decided_by": None,

@@ -10,6 +10,7 @@ import os
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, ConfigDict
 
 from stateroom_client import StateroomClient
 from stateroom_client.langgraph import StateroomSaver, idempotent_effect, stateroom_interrupt
@@ -25,6 +26,14 @@ class Refund(TypedDict, total=False):
     outcome: str
 
 
+class RefundArgs(BaseModel):
+    """issue_refund's arguments: an edit must fit them (the approval carries their schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+    order_id: str
+    amount_cents: int
+
+
 @idempotent_effect
 def issue_refund(order_id: str, amount_cents: int) -> str:
     with open(os.environ[REFUND_LOG], "a") as log:
@@ -38,6 +47,7 @@ def review(state: Refund) -> dict[str, Any]:
         {"order_id": state["order_id"], "amount_cents": state["amount_cents"]},
         risk="high" if state["amount_cents"] > 1000 else "low",
         allowed_decisions=["approve", "edit", "reject", "respond"],
+        arguments_schema=RefundArgs,
         description=f"Refund {state['amount_cents']} cents on order {state['order_id']}?",
     )
     if answer["type"] == "accept":

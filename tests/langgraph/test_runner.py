@@ -5,15 +5,18 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 import pytest
+from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from approvals_app.store import ApprovalStore
 from audit_app.actor import Actor
+from stateroom_client import ValidationError
 from stateroom_client.langgraph import GraphRunner, StateroomSaver, stateroom_interrupt
+from stateroom_client.langgraph.runtime import Asked, inbox_request
 from tenancy_app.scoping import in_tenant
 
-from .refunds import build_graph, refunds_made
+from .refunds import RefundArgs, build_graph, refunds_made
 
 
 def _start(client, run_id: str, amount: int = 1200):
@@ -171,3 +174,48 @@ def test_a_langgraph_effect_names_the_approval_that_allowed_it(
     again = GraphRunner(client, build_graph(client)).resume(f"r-eff-{decision}")
     assert again.status == "succeeded"
     assert len(refunds_made(refund_log)) == 1
+
+
+def test_the_runner_sends_the_tools_schema_and_an_edit_that_does_not_fit_is_refused(
+    client, operator, refund_log
+):
+    """Before: `{"amount_cents": "lots", "foo": 1}` was approved and reached the graph."""
+    runner, approval_id = _start(client, "r-schema")
+    assert client.get_approval(approval_id).arguments_schema == RefundArgs.model_json_schema()
+    with pytest.raises(ValidationError) as refused:
+        operator.decide_approval(
+            approval_id,
+            decision="edit",
+            reason="more",
+            approved_arguments={"amount_cents": "lots", "foo": 1},
+        )
+    assert sorted(refused.value.details) == [
+        "approved_arguments.amount_cents",
+        "approved_arguments.foo",
+        "approved_arguments.order_id",
+    ]
+    edited = {"order_id": "A-1", "amount_cents": 600}
+    operator.decide_approval(approval_id, decision="edit", reason="half", approved_arguments=edited)
+    outcome = runner.resume("r-schema")
+    assert (outcome.status, outcome.values["outcome"]) == (
+        "succeeded",
+        "Refunded 600 cents on order A-1.",
+    )
+    assert refunds_made(refund_log) == ["A-1 600"]
+
+
+def test_a_langchain_tools_call_schema_is_the_requests_schema():
+    @tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        return "sent"
+
+    request = inbox_request(
+        "send_email", {"to": "a@b.c", "body": "hi"}, arguments_schema=send_email
+    )
+    schema = request["stateroom"]["arguments_schema"]
+    assert (sorted(schema["properties"]), schema["required"]) == (["body", "to"], ["to", "body"])
+    assert Asked.of([request]).arguments_schema == schema
+    assert "arguments_schema" not in inbox_request("send_email", {})["stateroom"]
+    with pytest.raises(TypeError):
+        inbox_request("send_email", {}, arguments_schema="not a schema")

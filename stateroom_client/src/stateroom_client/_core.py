@@ -408,8 +408,10 @@ class Endpoints:
         usual_arguments: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
         worker: str | None = None,
+        arguments_schema: dict[str, Any] | None = None,
     ) -> Call[m.Approval]:
         body = _body(
+            arguments_schema=arguments_schema,
             replaces_approval_id=replaces_approval_id,
             worker=worker,
             summary=summary,

@@ -416,6 +416,7 @@ class StateroomClient:
         usual_arguments: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
         worker: str | None = None,
+        arguments_schema: dict[str, Any] | None = None,
     ) -> m.Approval:
         """Ask a person; the run moves to `waiting_approval` (one pending approval at a time).
 
@@ -425,6 +426,9 @@ class StateroomClient:
         `usual_arguments` (the tool's usual call) help the person see the risk.
         `replaces_approval_id` names the voided approval of this run that this
         one asks again (`void_approval`): the console links the two.
+        `arguments_schema` is the tool's JSON Schema for its arguments: the
+        server refuses an edit that does not fit it, and a plain approve of
+        `arguments` that do not (they can only be edited to fit, or rejected).
         """
         return self._call(
             E.request_approval(
@@ -442,6 +446,7 @@ class StateroomClient:
                 usual_arguments=usual_arguments,
                 replaces_approval_id=replaces_approval_id,
                 worker=worker,
+                arguments_schema=arguments_schema,
             )
         )
 

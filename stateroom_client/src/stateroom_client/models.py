@@ -223,6 +223,8 @@ class Approval:
     void_details: Any = None
     # The voided approval this one asks again.
     replaces_approval_id: str = ""
+    # The tool's JSON Schema the runtime sent: edits (and a plain approve) must fit it.
+    arguments_schema: Any = None
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -260,6 +262,7 @@ class Approval:
             void_reason=_str(data.get("void_reason")),
             void_details=data.get("void_details"),
             replaces_approval_id=_str(data.get("replaces_approval_id")),
+            arguments_schema=data.get("arguments_schema"),
             raw=data,
         )
 

@@ -39,7 +39,12 @@ decision, and for an edit both the asked and the approved call. The session
 `sdk.edit` tombstone that takes the asked call out of the history and keeps
 its arguments, then the call with the approved arguments
 (`StateroomSession.replace_call`): later turns read the call that ran next to
-its output.
+its output. Each request carries the tool's `params_json_schema` (`arguments_schema`): the
+server refuses an edit that does not fit it, so the SDK never gets approved
+arguments it would refuse (it would tell the model to retry, and the run could
+end succeeded without the call), and refuses a plain approval of asked
+arguments that no longer fit (a call asked again after its tool changed can
+only be edited to the new schema, or rejected).
 
 Endings: a rejection (not a response) is sent to the model as the tool's output and the run
 goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
@@ -144,6 +149,8 @@ RISKS = ("low", "medium", "high", "critical")
 # reason, respond gives the model the operator's text as the tool's result.
 DECISIONS = ("approve", "edit", "reject", "respond")
 TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
+# The server's bound on an approval's `arguments_schema` (approvals_app.schemas).
+MAX_SCHEMA_BYTES = 64 * 1024
 
 RiskPolicy = Callable[[str, dict[str, Any]], str]
 Explain = Callable[[str, dict[str, Any]], str]
@@ -750,6 +757,7 @@ class ApprovalGate:
                     approval_id=approval_id,
                     allowed_decisions=list(self.allowed_decisions),
                     worker=self.worker,
+                    arguments_schema=self._arguments_schema(call["tool_name"]),
                     **_drift_presentation(call),
                 )
             except VersionConflict:
@@ -925,6 +933,18 @@ class ApprovalGate:
         raise StateroomError(f"Approval {approval_id} kept changing; could not void it.")
 
     # --- small helpers -------------------------------------------------------
+    def _arguments_schema(self, tool_name: str) -> dict[str, Any] | None:
+        """The tool's JSON schema as the SDK validates its arguments (`params_json_schema`):
+        the server then refuses an edit the tool would refuse, and a plain approval of
+        arguments it would (after the tool changed). None for a schema over the server's
+        bound: the approval is still asked, unchecked."""
+        for tool in self.agent.tools:
+            schema = getattr(tool, "params_json_schema", None)
+            if getattr(tool, "name", None) == tool_name and isinstance(schema, dict):
+                schema = _jsonable(schema)
+                return schema if len(json.dumps(schema)) <= MAX_SCHEMA_BYTES else None
+        return None
+
     def _risk(self, tool_name: str, arguments: dict[str, Any]) -> str:
         risk = self.risk_policy(tool_name, arguments)
         if risk not in RISKS:

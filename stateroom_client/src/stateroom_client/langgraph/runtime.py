@@ -9,7 +9,10 @@
 Inside the graph's nodes:
 
 - `stateroom_interrupt(tool_name, arguments, risk=..., allowed_decisions=...,
-  description=...)` asks a person. It calls LangGraph's `interrupt()` with
+  description=..., arguments_schema=...)` asks a person. With the tool's
+  arguments schema (a JSON Schema dict, a pydantic model class, or a LangChain
+  tool: its `tool_call_schema`) the server refuses an edit that does not fit
+  it, and a plain approval of arguments that do not. It calls LangGraph's `interrupt()` with
   the request Agent Inbox expects (`[{"action_request": {"action", "args"},
   "config": {"allow_accept", "allow_edit", "allow_respond", "allow_ignore"},
   "description"}]`) and, when LangGraph pauses the graph, records it as an
@@ -125,8 +128,10 @@ def inbox_request(
     risk: str = "medium",
     allowed_decisions: Sequence[str] = ("approve", "reject"),
     description: str = "",
+    arguments_schema: Any = None,
 ) -> dict[str, Any]:
-    """Agent Inbox's `HumanInterrupt` for a tool call, with Stateroom's risk beside it."""
+    """Agent Inbox's `HumanInterrupt` for a tool call, with Stateroom's risk (and the tool's
+    arguments schema, if given) beside it."""
     if risk not in RISKS:
         raise ValueError(f"risk must be one of {', '.join(RISKS)}")
     unknown = sorted(set(allowed_decisions) - set(DECISIONS))
@@ -136,8 +141,21 @@ def inbox_request(
         "action_request": {"action": tool_name, "args": dict(arguments)},
         "config": {flag: decision in allowed_decisions for flag, decision in FLAGS.items()},
         "description": description,
-        "stateroom": {"risk": risk},
+        "stateroom": {"risk": risk, **_schema_entry(arguments_schema)},
     }
+
+
+def _schema_entry(schema: Any) -> dict[str, Any]:
+    """`{"arguments_schema": <JSON Schema>}` of a dict, a pydantic model class or a LangChain
+    tool (its `tool_call_schema`, what a model's call is validated against); {} for None."""
+    if schema is None:
+        return {}
+    schema = getattr(schema, "tool_call_schema", schema)
+    if hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    if not isinstance(schema, dict):
+        raise TypeError("arguments_schema must be a JSON Schema dict, a pydantic model or a tool")
+    return {"arguments_schema": json.loads(json.dumps(schema))}
 
 
 def stateroom_interrupt(
@@ -147,6 +165,7 @@ def stateroom_interrupt(
     risk: str = "medium",
     allowed_decisions: Sequence[str] = ("approve", "reject"),
     description: str = "",
+    arguments_schema: Any = None,
 ) -> dict[str, Any]:
     """Ask a person about a tool call; returns Agent Inbox's answer (`type`, `args`).
 
@@ -161,6 +180,7 @@ def stateroom_interrupt(
         risk=risk,
         allowed_decisions=allowed_decisions,
         description=description,
+        arguments_schema=arguments_schema,
     )
     try:
         answers = interrupt([request])
@@ -192,6 +212,7 @@ class Asked:
     allowed_decisions: list[str]
     description: str
     listed: bool  # the value was a list of requests (Agent Inbox's form): answer with a list
+    arguments_schema: dict[str, Any] | None = None  # the tool's, when the request carried it
 
     @classmethod
     def of(cls, value: Any) -> Asked:
@@ -201,7 +222,9 @@ class Asked:
             action = request["action_request"]
             config = request.get("config") or {}
             allowed = [decision for flag, decision in FLAGS.items() if config.get(flag)]
-            risk = (request.get("stateroom") or {}).get("risk", "medium")
+            extra = request.get("stateroom") or {}
+            risk = extra.get("risk", "medium")
+            schema = extra.get("arguments_schema")
             return cls(
                 tool_name=str(action.get("action") or "interrupt"),
                 arguments=dict(action.get("args") or {}),
@@ -209,6 +232,7 @@ class Asked:
                 allowed_decisions=allowed or ["approve", "reject"],
                 description=str(request.get("description") or ""),
                 listed=listed,
+                arguments_schema=schema if isinstance(schema, dict) else None,
             )
         # A plain `interrupt(value)`: a person can answer in words or decline.
         arguments = request if isinstance(request, dict) else {"value": request}
@@ -260,6 +284,7 @@ def _ensure_approval(
             approval_id=approval_id,
             allowed_decisions=asked.allowed_decisions,
             worker=worker,
+            arguments_schema=asked.arguments_schema,
         )
     except AlreadyExists:
         return client.get_approval(approval_id)
