@@ -220,6 +220,9 @@ class Approval:
     void_details: Any = None
     # The voided approval this one asks again.
     replaces_approval_id: str = ""
+    # approved: how the call went when it ran, as its runtime reported it ("" until then)
+    outcome: str = ""
+    outcome_error: Any = None
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -257,6 +260,8 @@ class Approval:
             void_reason=_str(data.get("void_reason")),
             void_details=data.get("void_details"),
             replaces_approval_id=_str(data.get("replaces_approval_id")),
+            outcome=_str(data.get("outcome")),
+            outcome_error=data.get("outcome_error"),
             raw=data,
         )
 

@@ -119,6 +119,7 @@ from ..aio import AsyncStateroomClient
 from ..errors import (
     AlreadyDecided,
     AlreadyExists,
+    Conflict,
     InvalidTransition,
     NotFound,
     PayloadTooLarge,
@@ -138,6 +139,8 @@ RISKS = ("low", "medium", "high", "critical")
 # reason, respond gives the model the operator's text as the tool's result.
 DECISIONS = ("approve", "edit", "reject", "respond")
 TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
+# The server takes a tool's error message of up to 4,000 characters.
+MAX_ERROR_MESSAGE = 2_000
 
 RiskPolicy = Callable[[str, dict[str, Any]], str]
 Explain = Callable[[str, dict[str, Any]], str]
@@ -569,6 +572,11 @@ class ApprovalGate:
                 await self._event(
                     run_id, "agent.final_output", {"output": _text(result.final_output)}
                 )
+            failure = await self._report_outcomes(outcome, ledger, calls)
+            if failure is not None:
+                await self._end(outcome, "failed", session, error=failure, **usage)
+                return outcome
+            if not result.interruptions:
                 await self._end(outcome, "succeeded", session, **usage)
                 return outcome
             state = result.to_state()
@@ -668,7 +676,8 @@ class ApprovalGate:
             approval = decided[item.call_id or ""]
             if approval.status == "approved":  # as asked, or as edited just above
                 state.approve(item)
-            elif approval.status == "rejected" and approval.decision == "respond":
+            elif approval.decision == "respond" and approval.status in ("responded", "rejected"):
+                # ("rejected": how servers before the `responded` status recorded it)
                 # The operator's answer is the tool's result; the tool does not run.
                 state.reject(item, rejection_message=approval.response)
             elif approval.status == "rejected":
@@ -760,6 +769,51 @@ class ApprovalGate:
                 # Keep the session's lease while a person thinks.
                 with contextlib.suppress(StateroomError):
                     await self.client.heartbeat_session(session.session_id)
+
+    async def _report_outcomes(
+        self, outcome: GateOutcome, ledger: Ledger, calls: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """Tell the server how each approved call of this pass went; the run's error when one
+        failed (its word follows the tool: never `succeeded` on a failed approved call).
+
+        The SDK turns a tool's exception (or arguments it cannot parse, e.g. an operator's
+        edit of the wrong type) into an error string for the model, so `Runner.run` returns
+        normally; `idempotent_tool` notes the failure on the ledger (`Ledger.failed`). The
+        approval then reads `outcome: failed` with the tool's error, and the run ends
+        `failed` with `error.code == "tool_failed"`.
+        """
+        tools = {c["call_id"]: c["tool_name"] for c in calls}
+        error: dict[str, Any] | None = None
+        for call_id, approval_id in ledger.approvals.items():
+            failed = ledger.failed.get(call_id)
+            if failed is None and call_id not in ledger.executed:
+                continue  # not run in this pass (rejected, answered, or replayed)
+            report = None
+            if failed is not None:
+                report = {"message": failed["message"][:MAX_ERROR_MESSAGE], "type": failed["type"]}
+            try:
+                await self.client.report_approval_outcome(
+                    approval_id,
+                    outcome="failed" if report else "succeeded",
+                    error=report,
+                    worker=self.worker,
+                )
+            except RunClaimed:
+                raise  # another worker holds the run: stop (_guarded)
+            except Conflict:
+                pass  # reported before a crash (outcome_reported): that report stands
+            if report is not None and error is None:
+                tool = tools.get(call_id, "")
+                error = {
+                    "code": "tool_failed",
+                    "message": f"The approved call of {tool} failed: {report['message']}",
+                    "approval_id": approval_id,
+                    "call_id": call_id,
+                    "tool_name": tool,
+                }
+        if error is not None:
+            await self._event(outcome.run_id, "approval.tool_failed", error)
+        return error
 
     # --- endings -------------------------------------------------------------
     async def _halted(self, outcome: GateOutcome, halt: LedgerHalt) -> GateOutcome:
