@@ -997,6 +997,7 @@ class ApprovalStore(BaseStore):
                 response="",
                 void_reason="",
                 void_details=None,
+                outcome_error=None,
                 redacted_at=now,
             ),
         )
