@@ -46,6 +46,14 @@ goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
 crash between recording and committing it) suspends the run with
 `error.code == "effect_outcome_unknown"` until a person settles it; a tool
 that ran but could not be committed suspends it with `effect_unrecorded`.
+An approved call whose tool fails (it raises, or the SDK refuses the arguments,
+e.g. an operator's edit of the wrong type) is told to the model as the SDK's
+error string, but the run ends `failed` with `error.code == "tool_failed"` and
+the approval reads `outcome: failed` with the tool's error (run event
+`approval.tool_failed`); an approved call that ran is reported `succeeded`
+(`report_approval_outcome`). This needs the tool made with `idempotent_tool`,
+whose failure function notes the failure on the ledger. A response reads
+`responded` (servers before it said `rejected` with `decision: respond`).
 
 One resumer at a time: the gate claims the run (`claim_run`, as `worker`,
 default ``host:pid:random``) when it starts it and before it resumes it, renews
