@@ -46,12 +46,14 @@ from tenancy_app.auth import IsOperatorToken
 from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
 
-from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, VoidReason
+from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, ToolOutcome, VoidReason
 from .schemas import MAX_SCHEMA_BYTES
 from .store import (
     MAX_ARGUMENT_NAME_LENGTH,
     MAX_DECISION_REASON_LENGTH,
     MAX_KEY_ARGUMENTS,
+    MAX_OUTCOME_ERROR_BYTES,
+    MAX_OUTCOME_ERROR_MESSAGE_LENGTH,
     MAX_RESPONSE_LENGTH,
     MAX_SUMMARY_LENGTH,
     MAX_TOOL_NAME_LENGTH,
@@ -79,7 +81,11 @@ class ApprovalSerializer(serializers.Serializer):
     run_id = serializers.CharField(source="run.run_id")
     status = serializers.ChoiceField(
         choices=ApprovalStatus.choices,
-        help_text="expired from expires_at on, whether or not the expiry sweep has run",
+        help_text=(
+            "approved: the call runs (as asked, or edited); rejected: it does not, the model "
+            "gets the reason; responded: it does not, the model gets the operator's response; "
+            "expired from expires_at on, whether or not the expiry sweep has run"
+        ),
     )
     tool_name = serializers.CharField()
     arguments = serializers.DictField()
@@ -112,12 +118,14 @@ class ApprovalSerializer(serializers.Serializer):
     )
     decided_by = EmptyAsNullCharField()
     decided_at = serializers.DateTimeField(allow_null=True)
-    decision_reason = EmptyAsNullCharField(help_text="Why it was approved, rejected or cancelled")
+    decision_reason = EmptyAsNullCharField(
+        help_text="Why it was approved, rejected, responded to or cancelled"
+    )
     decision = serializers.ChoiceField(
         choices=Decision.choices,
         allow_null=True,
         source="decision_or_none",
-        help_text="approve or edit (status approved), reject or respond (status rejected)",
+        help_text="approve or edit (status approved), reject (rejected), respond (responded)",
     )
     approved_arguments = serializers.DictField(
         allow_null=True, help_text="edit: the arguments to run instead; null otherwise"
@@ -148,6 +156,19 @@ class ApprovalSerializer(serializers.Serializer):
         source="replaces_public_id",
         help_text="The voided approval this one asks again, if any",
     )
+    outcome = serializers.ChoiceField(
+        choices=ToolOutcome.choices,
+        allow_null=True,
+        source="outcome_or_none",
+        help_text=(
+            "approved: how the call went when it ran, as its runtime reported it "
+            "(POST /approvals/{id}/outcome); null until reported"
+        ),
+    )
+    outcome_error = serializers.DictField(
+        allow_null=True, help_text="outcome failed: the tool's error {message, type?}"
+    )
+    outcome_at = serializers.DateTimeField(allow_null=True)
 
 
 class ApprovalRequestIn(StrictSerializer):
@@ -222,6 +243,22 @@ class ApprovalVoidIn(StrictSerializer):
         help_text=(
             "Evidence, e.g. the schema diff {tool, old, new}; "
             f"at most {MAX_VOID_DETAILS_BYTES} bytes of JSON"
+        ),
+    )
+    worker = worker_field()
+
+
+class ApprovalOutcomeIn(StrictSerializer):
+    outcome = StrictChoiceField(
+        choices=ToolOutcome.choices, help_text="How the approved call went when it ran"
+    )
+    error = StrictDictField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "failed (required): the tool's error, {message, type?}; message at most "
+            f"{MAX_OUTCOME_ERROR_MESSAGE_LENGTH} characters, all at most "
+            f"{MAX_OUTCOME_ERROR_BYTES} bytes of JSON"
         ),
     )
     worker = worker_field()
@@ -442,3 +479,35 @@ def approval_decision(request, approval_id: str):
     data = validated(ApprovalDecisionIn, request, lookup=lambda: store.get(approval_id))
     approval = store.decide(approval_id=approval_id, **data)
     return Response(approval_data(approval))
+
+
+@extend_schema(
+    operation_id="approvals_outcome",
+    summary="The runtime that ran an approved call reports how it went (once)",
+    request=ApprovalOutcomeIn,
+    responses={
+        200: OpenApiResponse(
+            ApprovalSerializer,
+            description="The approval with outcome, outcome_error and outcome_at set; the "
+            "same report again returns it unchanged",
+        ),
+        **ERRORS_STATEFUL,
+        403: error("not_requester: another runtime token asked for this approval"),
+        409: error(
+            "not_approved (details.status): only an approved call runs; outcome_reported "
+            "(details.outcome): another outcome was reported; run_claimed (details.claimed_by, "
+            "claim_until): another worker's claim on the run is live"
+        ),
+        422: error("validation_error: unknown outcome; failed without error.message"),
+    },
+    description=(
+        'The console\'s approval page shows it ("approved — the tool failed: <error>"). '
+        "It does not end the run: the runtime does (a failed approved call ends the "
+        "ApprovalGate's run `failed`, error.code `tool_failed`)."
+    ),
+)
+@api_view(["POST"])
+def approval_outcome(request, approval_id: str):
+    store = _store(request)
+    data = validated(ApprovalOutcomeIn, request, lookup=lambda: store.get(approval_id))
+    return Response(approval_data(store.report_outcome(approval_id=approval_id, **data)))

@@ -10,6 +10,8 @@ class ApprovalStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    # Answered instead of run: the call did not run; the model got the operator's response.
+    RESPONDED = "responded"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     # The runtime that asked can no longer honour it (e.g. the tool changed since it was
@@ -21,6 +23,14 @@ class VoidReason(models.TextChoices):
     """Why a runtime voided its approval (`ApprovalRequest.void_code`)."""
 
     TOOL_CHANGED = "tool_changed"
+
+
+class ToolOutcome(models.TextChoices):
+    """What happened when an approved call ran, as its runtime reported it
+    (`ApprovalRequest.outcome`; empty: not reported)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
 
 
 class Risk(models.TextChoices):
@@ -100,11 +110,16 @@ class ApprovalRequest(TenantOwned):
     decided_by_id = models.CharField(max_length=64, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True, default="")
-    # The decision taken (approve/edit -> approved; reject/respond -> rejected).
+    # The decision taken (approve/edit -> approved; reject -> rejected; respond -> responded).
     decision = models.CharField(max_length=16, choices=Decision.choices, blank=True, default="")
     approved_arguments = models.JSONField(null=True, blank=True)
     # respond: the operator's text, returned to the model as the tool's result.
     response = models.TextField(blank=True, default="")
+    # approved: what happened when the runtime ran the call (it reports it; empty until then),
+    # and for a failure the tool's error `{message, type?}` (the runtime's words: content).
+    outcome = models.CharField(max_length=16, choices=ToolOutcome.choices, blank=True, default="")
+    outcome_error = models.JSONField(null=True, blank=True)
+    outcome_at = models.DateTimeField(null=True, blank=True)
     # voided by the runtime that asked: who, when, why (a VoidReason and its own words) and
     # its evidence (for tool_changed, the tool's old and new JSON schema). A void leaves the
     # decision fields as they were: an approved-then-voided approval still says who approved.
@@ -171,6 +186,10 @@ class ApprovalRequest(TenantOwned):
     @property
     def decision_or_none(self) -> str | None:
         return self.decision or None
+
+    @property
+    def outcome_or_none(self) -> str | None:
+        return self.outcome or None
 
     @property
     def void_code_or_none(self) -> str | None:

@@ -62,6 +62,7 @@ from .models import (
     ApprovalStatus,
     Decision,
     Risk,
+    ToolOutcome,
     VoidReason,
 )
 from .schemas import argument_errors, check_schema
@@ -87,6 +88,16 @@ VOIDABLE = frozenset({ApprovalStatus.PENDING, ApprovalStatus.APPROVED})
 MAX_VOID_REASON_LENGTH = 2_000
 # The void's evidence (e.g. a tool's old and new JSON schema), as canonical JSON.
 MAX_VOID_DETAILS_BYTES = 64 * 1024
+# What a runtime says of a failed call: the tool's error (message and type), as canonical JSON.
+MAX_OUTCOME_ERROR_MESSAGE_LENGTH = 4_000
+MAX_OUTCOME_ERROR_BYTES = 16 * 1024
+# The status each decision ends in: only approve and edit run the call.
+DECIDED_STATUS = {
+    Decision.APPROVE: ApprovalStatus.APPROVED,
+    Decision.EDIT: ApprovalStatus.APPROVED,
+    Decision.REJECT: ApprovalStatus.REJECTED,
+    Decision.RESPOND: ApprovalStatus.RESPONDED,
+}
 
 APPROVAL_PAYLOADS = "approval_payloads"
 CONTENT: tuple[ContentClass, ...] = (
@@ -107,6 +118,7 @@ CONTENT: tuple[ContentClass, ...] = (
             "response",
             "void_reason",
             "void_details",
+            "outcome_error",
         ),
         container=RUN,
         removal="fields cleared",
@@ -253,6 +265,9 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         "void_reason": None,
         "void_details": None,
         "replaces_approval_id": replaces_approval_id,
+        "outcome": None,
+        "outcome_error": None,
+        "outcome_at": None,
     }
 
 
@@ -335,7 +350,7 @@ class ApprovalStore(BaseStore):
 
     HISTORY_TABS = {
         "pending": (ApprovalStatus.PENDING,),
-        "decided": (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED),
+        "decided": (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.RESPONDED),
         "expired": (ApprovalStatus.EXPIRED,),
         "cancelled": (ApprovalStatus.CANCELLED,),
         "voided": (ApprovalStatus.VOIDED,),
@@ -386,7 +401,7 @@ class ApprovalStore(BaseStore):
             approvals = approvals.filter(decided_by=decider)
         if decision:
             approvals = approvals.filter(decision=decision)
-        if outcome:  # approved or rejected, within the decided tab
+        if outcome:  # approved, rejected or responded, within the decided tab
             approvals = approvals.filter(status=outcome)
         stamp = {"pending": "created_at", "voided": "voided_at"}.get(tab, "closed_at")
         if since is not None:
@@ -643,9 +658,10 @@ class ApprovalStore(BaseStore):
     ) -> ApprovalRequest:
         """Decide exactly once; the run goes back to `running`.
 
-        approve and edit (with `approved_arguments`) end `approved`; reject and
-        respond (with `response`, the tool result the model gets) end
-        `rejected`; `decision` records which.
+        approve and edit (with `approved_arguments`) end `approved` (the call
+        runs; its runtime reports how it went, `report_outcome`); reject ends
+        `rejected`; respond (with `response`, the tool result the model gets)
+        ends `responded`: the call does not run. `decision` records which.
 
         Refusals, in this order (nothing written): 404; 422 bad decision,
         arguments or response; 409 `already_decided` (details decided_by,
@@ -845,6 +861,64 @@ class ApprovalStore(BaseStore):
             raise expired
         return approval
 
+    def report_outcome(
+        self,
+        *,
+        approval_id: str,
+        outcome: str,
+        error: dict[str, Any] | None = None,
+        worker: str | None = None,
+    ) -> ApprovalRequest:
+        """The runtime that ran an approved call says how it went: `succeeded`, or `failed`
+        with the tool's `error` (`{message, type?}`), which the approval's page shows.
+
+        Once per approval: the same report again changes nothing (a retry after a lost
+        answer); another one is 409 `outcome_reported`. Audited `approval.tool_<outcome>`
+        (the error in the detached, redactable payload). The run is the runtime's to end:
+        it ends it `failed` on a failed call (the gate does).
+
+        Refusals, in this order (nothing written): 422 bad outcome or error; 404; 403
+        `not_requester` (another runtime token); 409 `run_claimed`; 409 `not_approved`
+        (details.status) unless it is approved; 409 `outcome_reported` (details.outcome).
+        """
+        _check_outcome(outcome, error)
+        with self.atomic():
+            run, approval = self._lock(approval_id)
+            if (
+                self.actor.kind == "token"
+                and approval.requested_by_token_id is not None
+                and self.actor.id != str(approval.requested_by_token_id)
+            ):
+                raise Forbidden("Only the runtime that asked may report.", code="not_requester")
+            self._refuse_if_claimed_elsewhere(run, worker)
+            if approval.status != ApprovalStatus.APPROVED:
+                raise Conflict(
+                    f"Only an approved call runs; this approval is {approval.status}.",
+                    code="not_approved",
+                    details={"status": approval.status},
+                )
+            if approval.outcome:
+                if approval.outcome == outcome and approval.outcome_error == error:
+                    return approval  # the same report again: nothing to change
+                raise Conflict(
+                    f"The runtime already reported that the call {approval.outcome}.",
+                    code="outcome_reported",
+                    details={"outcome": approval.outcome},
+                )
+            approval.outcome, approval.outcome_error = outcome, error
+            approval.outcome_at = self.now()
+            approval.save(update_fields=["outcome", "outcome_error", "outcome_at"])
+            self.audit(
+                f"approval.tool_{outcome}",
+                target_type="approval",
+                target_id=approval.approval_id,
+                before={"status": approval.status},
+                after={"status": approval.status, "outcome": outcome, "run_id": run.run_id},
+                # The tool's error may quote the call's arguments: content.
+                content={"error": error} if error is not None else None,
+            )
+        return approval
+
     def expire(self, *, approval_id: str) -> ApprovalRequest:
         """Expire a pending approval now (409 `already_decided` if it is not pending).
 
@@ -979,6 +1053,7 @@ class ApprovalStore(BaseStore):
                 response="",
                 void_reason="",
                 void_details=None,
+                outcome_error=None,
                 redacted_at=now,
             ),
         )
@@ -1196,7 +1271,7 @@ class ApprovalStore(BaseStore):
         approved_arguments: dict[str, Any] | None,
         response: str,
     ) -> None:
-        status = ApprovalStatus.APPROVED if decision in RUNS_THE_CALL else ApprovalStatus.REJECTED
+        status = DECIDED_STATUS[Decision(decision)]
         approval.approved_arguments = approved_arguments
         approval.decision = decision
         approval.response = response
@@ -1366,6 +1441,25 @@ def _check_void(reason_code: Any, reason: Any, details: Any) -> None:
                     errors["details"] = [f"at most {MAX_VOID_DETAILS_BYTES} bytes of JSON"]
     if errors:
         raise Unprocessable("The void is invalid.", details=errors)
+
+
+def _check_outcome(outcome: Any, error: Any) -> None:
+    """A reported outcome's shape: failed carries the tool's error `{message, type?}`."""
+    errors: dict[str, list[str]] = {}
+    if outcome not in ToolOutcome.values:
+        errors["outcome"] = [f"must be one of {', '.join(ToolOutcome.values)}"]
+    elif outcome == ToolOutcome.FAILED:
+        message = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(message, str) or not message.strip():
+            errors["error"] = ["required with failed: an object with the tool's error message"]
+        elif len(message) > MAX_OUTCOME_ERROR_MESSAGE_LENGTH:
+            errors["error"] = [f"message: at most {MAX_OUTCOME_ERROR_MESSAGE_LENGTH} characters"]
+        elif len(canonical_json(error).encode()) > MAX_OUTCOME_ERROR_BYTES:
+            errors["error"] = [f"at most {MAX_OUTCOME_ERROR_BYTES} bytes of JSON"]
+    elif error is not None:
+        errors["error"] = ["only with failed"]
+    if errors:
+        raise Unprocessable("The outcome is invalid.", details=errors)
 
 
 def _allowed_decisions(allowed: Any) -> list[str]:

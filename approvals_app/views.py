@@ -131,6 +131,7 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
 STATUS_TABS = {
     "approved": "decided",
     "rejected": "decided",
+    "responded": "decided",
     "expired": "expired",
     "cancelled": "cancelled",
     "voided": "voided",
@@ -162,7 +163,12 @@ class HistoryFilterForm(forms.Form):
     decider = forms.CharField(required=False, label="Decided by")
     decision = forms.ChoiceField(choices=[("", "Any decision"), *Decision.choices], required=False)
     outcome = forms.ChoiceField(
-        choices=[("", "Approved or rejected"), ("approved", "Approved"), ("rejected", "Rejected")],
+        choices=[
+            ("", "Approved, rejected or responded"),
+            ("approved", "Approved"),
+            ("rejected", "Rejected"),
+            ("responded", "Responded"),
+        ],
         required=False,
     )
     date_from = forms.DateField(required=False, label="From")

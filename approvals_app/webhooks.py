@@ -7,7 +7,8 @@ are `tenancy_app.webhooks` (runs tell their runtimes through it too).
 
 Request: `POST <webhook_url>`, JSON body
 `{"event": "approval.decided", "approval": {...same fields as GET /api/v1/approvals/{id}}}`
-(`approval.status` says approved, rejected, expired, cancelled or voided), signed in the
+(`approval.status` says approved, rejected, responded, expired, cancelled or voided,
+and `approval.decision` which decision was taken), signed in the
 Standard Webhooks format (`webhook-id`, the same for every attempt of one
 outcome; `webhook-timestamp`; `webhook-signature`), plus
 `X-Stateroom-Event: approval.decided`. A 2xx answer ends it; a 5xx, 408,

@@ -816,10 +816,107 @@ def test_a_response_is_the_tools_result_and_the_tool_does_not_run(
     [decided] = [e.payload for e in client.iter_events("pay-14") if e.type == "approval.decided"]
     assert (decided["decision"], decided["status"], decided["response"]) == (
         "respond",
-        "rejected",
+        "responded",
         answer,
     )
     assert "approved" not in decided
+    assert client.get_approval(f"pay-14:{CALL}").outcome == ""  # nothing ran: no outcome
+
+
+def test_an_approved_edit_the_tool_cannot_take_ends_the_run_failed_with_the_tools_error(
+    server, client, operator, refund_log, support_a
+):
+    """The SDK turns the tool's failure into a string for the model; the run still fails."""
+    _start(server, "pay-30")
+    approval_id = f"pay-30:{CALL}"
+    operator.decide_approval(
+        approval_id,
+        decision="edit",
+        reason="Make it lots",
+        approved_arguments={"amount_cents": "lots", "foo": 1},
+    )
+    outcome = _resume(server, "pay-30")
+    assert refunds_made(refund_log) == []  # the SDK refused the arguments: nothing ran
+    assert outcome.status == "failed"
+    assert outcome.error["code"] == "tool_failed"
+    assert (outcome.error["approval_id"], outcome.error["call_id"]) == (approval_id, CALL)
+    assert outcome.error["tool_name"] == "issue_refund"
+    assert "Invalid JSON input for tool issue_refund" in outcome.error["message"]
+    run = client.get_run("pay-30")
+    assert (run.status, run.error) == ("failed", outcome.error)
+    assert client.get_task("pay-30.task").status == "failed"
+
+    approval = client.get_approval(approval_id)
+    assert (approval.status, approval.decision, approval.outcome) == ("approved", "edit", "failed")
+    assert approval.outcome_error["type"] == "ModelBehaviorError"
+    assert "Invalid JSON input for tool issue_refund" in approval.outcome_error["message"]
+    failed = [e.payload for e in client.iter_events("pay-30") if e.type == "approval.tool_failed"]
+    assert failed == [outcome.error]
+
+    page = login(support_a).get(f"/t/{server.tenant.slug}/approvals/{approval_id}/")
+    body = page.content.decode()
+    assert 'data-testid="tool-outcome" data-outcome="failed"' in body
+    assert "Approved — the tool failed:</strong> Invalid JSON input for tool issue_refund" in body
+
+    # Resumed again: the failed run stays failed; nothing runs.
+    assert _resume(server, "pay-30").status == "failed"
+    assert refunds_made(refund_log) == []
+
+
+def test_an_approved_call_whose_tool_raises_fails_the_run_and_the_approval_says_so(
+    server, client, operator, refund_log
+):
+    @idempotent_tool(needs_approval=True, name_override="issue_refund")
+    def refund_down(order_id: str, amount_cents: int) -> str:
+        """Refund part of an order (the card network is down)."""
+        raise RuntimeError(f"card network down for {order_id}")
+
+    def agent() -> Agent:
+        return Agent(
+            name="payments",
+            model=ScriptModel(
+                lambda view: [
+                    ToolCall("issue_refund", {"order_id": "A-1", "amount_cents": 1200}),
+                    Reply(lambda v: f"Outcome: {v.last_output}"),
+                ]
+            ),
+            tools=[refund_down],
+        )
+
+    async def scenario() -> tuple[GateOutcome, GateOutcome]:
+        async with AsyncStateroomClient(server.url, server.token) as aclient:
+            started = await ApprovalGate(aclient, agent(), risk_policy=risk).run(
+                REFUND, run_id="pay-31", wait=False
+            )
+            operator.decide_approval(f"pay-31:{CALL}", decision="approve", reason="Eligible")
+            resumed = await ApprovalGate(aclient, agent(), risk_policy=risk).resume("pay-31")
+            return started, resumed
+
+    started, outcome = asyncio.run(scenario())
+    assert started.status == "waiting_approval"
+    assert (outcome.status, outcome.error["code"]) == ("failed", "tool_failed")
+    assert outcome.error["message"] == (
+        "The approved call of issue_refund failed: card network down for A-1"
+    )
+    # The model got the SDK's error string and answered with it: the run is failed all the same.
+    assert outcome.final_output.startswith("Outcome: An error occurred while running the tool")
+    assert client.get_run("pay-31").status == "failed"
+    approval = client.get_approval(f"pay-31:{CALL}")
+    assert (approval.status, approval.outcome, approval.outcome_error) == (
+        "approved",
+        "failed",
+        {"message": "card network down for A-1", "type": "RuntimeError"},
+    )
+    [effect] = client.list_run_effects("pay-31")
+    assert (effect.status, effect.error["message"]) == ("failed", "card network down for A-1")
+
+
+def test_an_approved_call_that_ran_is_reported_succeeded(server, client, operator, refund_log):
+    _start(server, "pay-32")
+    operator.decide_approval(f"pay-32:{CALL}", decision="approve", reason="Eligible")
+    assert _resume(server, "pay-32").status == "succeeded"
+    approval = client.get_approval(f"pay-32:{CALL}")
+    assert (approval.outcome, approval.outcome_error) == ("succeeded", None)
 
 
 def test_the_session_forgets_the_gates_run_when_the_run_ends(server, client, operator, refund_log):

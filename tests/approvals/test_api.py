@@ -105,6 +105,9 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "void_reason": None,
         "void_details": None,
         "replaces_approval_id": None,
+        "outcome": None,
+        "outcome_error": None,
+        "outcome_at": None,
     }
     run = api_a.get("/api/v1/runs/run-1").json()
     assert (run["status"], run["pending_approval_id"], run["version"]) == (

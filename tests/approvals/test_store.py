@@ -310,14 +310,16 @@ def test_only_the_decisions_the_runtime_declared_are_taken(tenant_a, operator_a)
             approval_id="apr-1", decision="respond", response="Refunds over 1000 go to finance."
         )
     assert (answered.status, answered.decision, answered.response) == (
-        "rejected",
+        "responded",
         "respond",
         "Refunds over 1000 go to finance.",
     )
     with in_tenant(tenant_a):
         assert run_store(tenant_a).get("run-1").status == "running"
-    [event] = audit(tenant_a, "approval.rejected")
-    assert event.after["decision"] == "respond"
+    # Answered instead of run is its own outcome: not an approval, not a rejection.
+    assert audit(tenant_a, "approval.rejected") == []
+    [event] = audit(tenant_a, "approval.responded")
+    assert event.after == {"status": "responded", "decision": "respond", "run_status": "running"}
     assert "Refunds over" not in str(event.after)
 
 

@@ -120,6 +120,30 @@ def test_decision_is_posted_signed_and_retried_after_a_500(
     assert (approval["decided_by"], approval["decision_reason"]) == ("otto", "wrong customer")
 
 
+def test_a_response_is_posted_as_responded(
+    tenant_a, operator_a, django_capture_on_commit_callbacks
+):
+    """Answered instead of run is its own outcome, with its own delivery id."""
+    with Receiver([204]) as receiver:
+        token, asker = webhook_token(tenant_a, receiver.url)
+        make_approval(
+            tenant_a, approval_id="apr-1", actor=asker, allowed_decisions=["approve", "respond"]
+        )
+        with django_capture_on_commit_callbacks(execute=True), in_tenant(tenant_a):
+            approval_store(tenant_a, Actor.for_user(operator_a)).decide(
+                approval_id="apr-1", decision="respond", response="Refund queued for review."
+            )
+    [(headers, body)] = receiver.requests
+    approval = json.loads(body)["approval"]
+    assert (approval["status"], approval["decision"], approval["response"]) == (
+        "responded",
+        "respond",
+        "Refund queued for review.",
+    )
+    assert headers["webhook-id"] == delivery_id(tenant_a.pk, "apr-1", "responded")
+    assert verify_signature(token.webhook_secret, headers, body)
+
+
 def test_retries_stop_after_eight(tenant_a, operator_a, eager_retries):
     with Receiver([503]) as receiver:
         _, asker = webhook_token(tenant_a, receiver.url)

@@ -76,7 +76,7 @@ def test_an_edit_capable_call_approved_with_edits_and_a_respond_capable_one_answ
     expect(page.locator(".messages")).to_contain_text("Answered send_email (apr-ask)")
     answered = approval(tenant_a, "apr-ask")
     assert (answered.status, answered.decision, answered.response) == (
-        "rejected",
+        "responded",
         "respond",
         "Do not email the CEO; draft it for review instead.",
     )

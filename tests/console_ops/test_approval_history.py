@@ -138,3 +138,57 @@ def test_inbox_status_filter_leads_to_the_history_tab(decided, support_a):
     assert response["Location"] == "/t/acme/approvals/history/?tab=decided&outcome=approved"
     assert ids(client.get(response["Location"])) == ["a-old", "a-high", "a-low"]
     assert client.get("/t/acme/approvals/?status=expired")["Location"].endswith("?tab=expired")
+
+
+def test_a_response_is_its_own_outcome_in_history_badge_and_filter(tenant_a, support_a):
+    """Answered instead of run: not `rejected` anywhere, and the filter finds it by name."""
+    make_pending(tenant_a, run_id="r1", approval_id="a-rej", allowed_decisions=["reject"])
+    make_pending(
+        tenant_a, run_id="r2", approval_id="a-resp", allowed_decisions=["approve", "respond"]
+    )
+    make_pending(tenant_a, run_id="r3", approval_id="a-ok")
+    decide(tenant_a, "a-rej", "reject", "otto", reason="wrong customer")
+    with in_tenant(tenant_a):
+        ApprovalStore(tenant_a, Actor("user", "otto", "otto")).decide(
+            approval_id="a-resp", decision="respond", response="Queued for manual review."
+        )
+    decide(tenant_a, "a-ok", "approve", "otto")
+    client = login(support_a)
+    assert ids(client.get(HISTORY)) == ["a-ok", "a-resp", "a-rej"]  # decided: all three
+    assert ids(client.get(HISTORY, {"outcome": "responded"})) == ["a-resp"]
+    assert ids(client.get(HISTORY, {"outcome": "rejected"})) == ["a-rej"]
+    page = client.get(HISTORY).content.decode()
+    row = page[page.index('data-id="a-resp"') :].split("</tr>")[0]
+    assert '<span class="badge s-responded">responded</span>' in row
+    assert "rejected" not in row
+    assert '<option value="responded">Responded</option>' in page
+    # The inbox's ?status= leads to it too.
+    response = client.get("/t/acme/approvals/?status=responded")
+    assert response["Location"] == "/t/acme/approvals/history/?tab=decided&outcome=responded"
+    detail = client.get("/t/acme/approvals/a-resp/").content.decode()
+    assert 'data-testid="approval-status">responded</span>' in detail
+    assert "decided-responded" in detail and "Answered instead of running" in detail
+
+
+def test_history_marks_an_approved_call_whose_tool_failed(tenant_a, support_a):
+    make_pending(tenant_a, run_id="r1", approval_id="a-bad")
+    make_pending(tenant_a, run_id="r2", approval_id="a-ok")
+    decide(tenant_a, "a-bad", "approve", "otto")
+    decide(tenant_a, "a-ok", "approve", "otto")
+    with in_tenant(tenant_a):
+        store = ApprovalStore(tenant_a, Actor.system("runtime"))
+        store.report_outcome(
+            approval_id="a-bad",
+            outcome="failed",
+            error={"message": "card network <down>", "type": "RuntimeError"},
+        )
+        store.report_outcome(approval_id="a-ok", outcome="succeeded")
+    client = login(support_a)
+    page = client.get(HISTORY).content.decode()
+    assert page.count('data-testid="tool-failed"') == 1
+    row = page[page.index('data-id="a-bad"') :].split("</tr>")[0]
+    assert 'data-testid="tool-failed">the tool failed</span>' in row
+    detail = client.get("/t/acme/approvals/a-bad/").content.decode()
+    # The tool's error is runtime-written: escaped.
+    assert "Approved — the tool failed:</strong> card network &lt;down&gt;" in detail
+    assert 'data-testid="approval-status">approved</span>' in detail

@@ -615,7 +615,7 @@ def test_the_decision_panel_offers_only_what_the_runtime_can_honour(operator_a, 
     ]
     decided = reload(tenant_a, "a-2")
     assert (decided.status, decided.decision, decided.response) == (
-        "rejected",
+        "responded",
         "respond",
         "Ask finance for over 1000.",
     )

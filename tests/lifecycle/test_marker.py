@@ -52,6 +52,7 @@ CONTENT_COLUMNS = {
     ("approvals_app_approvalrequest", "response"),
     ("approvals_app_approvalrequest", "void_reason"),  # the runtime's words on a void
     ("approvals_app_approvalrequest", "void_details"),
+    ("approvals_app_approvalrequest", "outcome_error"),  # the tool's error, as reported
     ("effects_app_externaleffect", "request"),
     ("effects_app_externaleffect", "result"),
     ("effects_app_externaleffect", "error"),
@@ -179,6 +180,12 @@ def write_the_marker_everywhere(runtime: Api, operator: Api) -> dict[str, list[s
             f"/api/v1/approvals/{approval['approval_id']}/decision",
             {**decision, "reason": f"why {m}"},
         )
+        if decision["decision"] == "edit":  # the approved call ran and failed: its error
+            runtime(
+                "post",
+                f"/api/v1/approvals/{approval['approval_id']}/outcome",
+                {"outcome": "failed", "error": {"message": f"tool {m}"}},
+            )
         version = runtime("get", "/api/v1/runs/r1")["version"]
     # One the runtime voids (its tool changed): its words and evidence are content too.
     voided = runtime(

@@ -473,6 +473,18 @@ class Endpoints:
         return Call("POST", path, _one(m.Approval.from_json), body=body)
 
     @staticmethod
+    def report_approval_outcome(
+        approval_id: str,
+        *,
+        outcome: str,
+        error: dict[str, Any] | None = None,
+        worker: str | None = None,
+    ) -> Call[m.Approval]:
+        path = f"/approvals/{_id(approval_id)}/outcome"
+        body = _body(outcome=outcome, error=error, worker=worker)
+        return Call("POST", path, _one(m.Approval.from_json), body=body)
+
+    @staticmethod
     def decide_approval(
         approval_id: str,
         *,

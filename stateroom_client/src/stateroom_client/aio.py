@@ -521,6 +521,23 @@ class AsyncStateroomClient:
             )
         )
 
+    async def report_approval_outcome(
+        self,
+        approval_id: str,
+        *,
+        outcome: str,
+        error: dict[str, Any] | None = None,
+        worker: str | None = None,
+    ) -> m.Approval:
+        """Report how an approved call went when it ran: `outcome` `succeeded`, or `failed`
+        with the tool's `error` (`{"message": ..., "type": ...}`), which the console's
+        approval page shows. Once per approval (the same report again is a no-op).
+        Refusals: `Forbidden` (`not_requester`), `Conflict` `not_approved` /
+        `outcome_reported`, `RunClaimed` (pass this worker's `worker`)."""
+        return await self._call(
+            E.report_approval_outcome(approval_id, outcome=outcome, error=error, worker=worker)
+        )
+
     async def decide_approval(
         self,
         approval_id: str,

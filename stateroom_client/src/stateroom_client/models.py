@@ -225,6 +225,9 @@ class Approval:
     replaces_approval_id: str = ""
     # The tool's JSON Schema the runtime sent: edits (and a plain approve) must fit it.
     arguments_schema: Any = None
+    # approved: how the call went when it ran, as its runtime reported it ("" until then)
+    outcome: str = ""
+    outcome_error: Any = None
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -263,6 +266,8 @@ class Approval:
             void_details=data.get("void_details"),
             replaces_approval_id=_str(data.get("replaces_approval_id")),
             arguments_schema=data.get("arguments_schema"),
+            outcome=_str(data.get("outcome")),
+            outcome_error=data.get("outcome_error"),
             raw=data,
         )
 

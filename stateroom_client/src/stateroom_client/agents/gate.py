@@ -54,6 +54,14 @@ goes on (`on_rejection="continue"`, the SDK's own behaviour), or the run ends
 crash between recording and committing it) suspends the run with
 `error.code == "effect_outcome_unknown"` until a person settles it; a tool
 that ran but could not be committed suspends it with `effect_unrecorded`.
+An approved call whose tool fails (it raises, or the SDK refuses the arguments,
+e.g. an operator's edit of the wrong type) is told to the model as the SDK's
+error string, but the run ends `failed` with `error.code == "tool_failed"` and
+the approval reads `outcome: failed` with the tool's error (run event
+`approval.tool_failed`); an approved call that ran is reported `succeeded`
+(`report_approval_outcome`). This needs the tool made with `idempotent_tool`,
+whose failure function notes the failure on the ledger. A response reads
+`responded` (servers before it said `rejected` with `decision: respond`).
 
 One resumer at a time: the gate claims the run (`claim_run`, as `worker`,
 default ``host:pid:random``) when it starts it and before it resumes it, renews
@@ -130,6 +138,7 @@ from ..aio import AsyncStateroomClient
 from ..errors import (
     AlreadyDecided,
     AlreadyExists,
+    Conflict,
     InvalidTransition,
     NotFound,
     PayloadTooLarge,
@@ -151,6 +160,8 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
 # The server's bound on an approval's `arguments_schema` (approvals_app.schemas).
 MAX_SCHEMA_BYTES = 64 * 1024
+# The server takes a tool's error message of up to 4,000 characters.
+MAX_ERROR_MESSAGE = 2_000
 
 RiskPolicy = Callable[[str, dict[str, Any]], str]
 Explain = Callable[[str, dict[str, Any]], str]
@@ -586,6 +597,11 @@ class ApprovalGate:
                 await self._event(
                     run_id, "agent.final_output", {"output": _text(result.final_output)}
                 )
+            failure = await self._report_outcomes(outcome, ledger, calls)
+            if failure is not None:
+                await self._end(outcome, "failed", session, error=failure, **usage)
+                return outcome
+            if not result.interruptions:
                 await self._end(outcome, "succeeded", session, **usage)
                 return outcome
             state = result.to_state()
@@ -686,7 +702,8 @@ class ApprovalGate:
             approval = decided[item.call_id or ""]
             if approval.status == "approved":  # as asked, or as edited just above
                 state.approve(item)
-            elif approval.status == "rejected" and approval.decision == "respond":
+            elif approval.decision == "respond" and approval.status in ("responded", "rejected"):
+                # ("rejected": how servers before the `responded` status recorded it)
                 # The operator's answer is the tool's result; the tool does not run.
                 state.reject(item, rejection_message=approval.response)
             elif approval.status == "rejected":
@@ -779,6 +796,51 @@ class ApprovalGate:
                 # Keep the session's lease while a person thinks.
                 with contextlib.suppress(StateroomError):
                     await self.client.heartbeat_session(session.session_id)
+
+    async def _report_outcomes(
+        self, outcome: GateOutcome, ledger: Ledger, calls: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """Tell the server how each approved call of this pass went; the run's error when one
+        failed (its word follows the tool: never `succeeded` on a failed approved call).
+
+        The SDK turns a tool's exception (or arguments it cannot parse, e.g. an operator's
+        edit of the wrong type) into an error string for the model, so `Runner.run` returns
+        normally; `idempotent_tool` notes the failure on the ledger (`Ledger.failed`). The
+        approval then reads `outcome: failed` with the tool's error, and the run ends
+        `failed` with `error.code == "tool_failed"`.
+        """
+        tools = {c["call_id"]: c["tool_name"] for c in calls}
+        error: dict[str, Any] | None = None
+        for call_id, approval_id in ledger.approvals.items():
+            failed = ledger.failed.get(call_id)
+            if failed is None and call_id not in ledger.executed:
+                continue  # not run in this pass (rejected, answered, or replayed)
+            report = None
+            if failed is not None:
+                report = {"message": failed["message"][:MAX_ERROR_MESSAGE], "type": failed["type"]}
+            try:
+                await self.client.report_approval_outcome(
+                    approval_id,
+                    outcome="failed" if report else "succeeded",
+                    error=report,
+                    worker=self.worker,
+                )
+            except RunClaimed:
+                raise  # another worker holds the run: stop (_guarded)
+            except Conflict:
+                pass  # reported before a crash (outcome_reported): that report stands
+            if report is not None and error is None:
+                tool = tools.get(call_id, "")
+                error = {
+                    "code": "tool_failed",
+                    "message": f"The approved call of {tool} failed: {report['message']}",
+                    "approval_id": approval_id,
+                    "call_id": call_id,
+                    "tool_name": tool,
+                }
+        if error is not None:
+            await self._event(outcome.run_id, "approval.tool_failed", error)
+        return error
 
     # --- endings -------------------------------------------------------------
     async def _halted(self, outcome: GateOutcome, halt: LedgerHalt) -> GateOutcome:

@@ -93,6 +93,10 @@ class Ledger:
     worker: str | None = None  # the worker that claimed the run: named on every write
     executed: list[str] = field(default_factory=list)  # call ids run in this process
     replayed: list[str] = field(default_factory=list)  # call ids answered from the ledger
+    # call id -> the tool's error {message, type}, for calls that raised (or whose arguments
+    # the SDK could not parse): the SDK gives the model an error string instead, so this is
+    # how the gate knows an approved call failed.
+    failed: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 LEDGER: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar(
@@ -195,6 +199,19 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
     return output
 
 
+def _note_failure(ctx: RunContextWrapper[Any], error: Exception) -> None:
+    """Tell the gate's ledger this call failed: the tool raised, or the SDK refused its
+    arguments before calling it (`ModelBehaviorError`), e.g. an operator's edit of the wrong
+    type. Either way the model is about to get an error string as the tool's output."""
+    ledger = LEDGER.get()
+    call_id = getattr(ctx, "tool_call_id", None)
+    if ledger is not None and call_id:
+        ledger.failed[call_id] = {
+            "message": str(error) or type(error).__name__,
+            "type": type(error).__name__,
+        }
+
+
 def _takes_context(func: Callable[..., Any], hints: dict[str, Any]) -> bool:
     params = list(inspect.signature(func).parameters.values())
     if not params:
@@ -261,6 +278,7 @@ def idempotent_tool(
     def on_failure(ctx: RunContextWrapper[Any], error: Exception) -> Any:
         if isinstance(error, LedgerHalt) or user_failure is None:
             raise error
+        _note_failure(ctx, error)
         return user_failure(ctx, error)
 
     def build(fn: Callable[P, R]) -> FunctionTool:
