@@ -343,8 +343,9 @@ class ApprovalStore(BaseStore):
 
         Dates bound when the approval got its status: asked (pending), voided
         (voided) or closed (decided, expired, cancelled; an expiry not yet swept
-        closed at its `expires_at`). `tool` is a case-insensitive prefix,
-        `decider` and `agent` exact. Tabs go by the effective status (`_read`).
+        closed at its `expires_at`). `tool` and `decider` are case-insensitive
+        prefixes (an operator types "otto" or "operator" for "Operator.Jane"),
+        `agent` exact. Tabs go by the effective status (`_read`).
         """
         if tab not in self.HISTORY_TABS:
             raise Unprocessable(
@@ -368,7 +369,7 @@ class ApprovalStore(BaseStore):
         if agent:
             approvals = approvals.filter(run__active_agent=agent)
         if decider:
-            approvals = approvals.filter(decided_by=decider)
+            approvals = approvals.filter(decided_by__istartswith=decider)
         if decision:
             approvals = approvals.filter(decision=decision)
         if outcome:  # approved or rejected, within the decided tab

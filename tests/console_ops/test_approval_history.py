@@ -138,3 +138,15 @@ def test_inbox_status_filter_leads_to_the_history_tab(decided, support_a):
     assert response["Location"] == "/t/acme/approvals/history/?tab=decided&outcome=approved"
     assert ids(client.get(response["Location"])) == ["a-old", "a-high", "a-low"]
     assert client.get("/t/acme/approvals/?status=expired")["Location"].endswith("?tab=expired")
+
+
+def test_decided_by_matches_a_prefix_whatever_the_case(tenant_a, support_a):
+    """An operator types "operator" or "OTTO", not the exact stored username."""
+    for n, who in enumerate(["Operator.Jane", "operator2", "otto", "jane.operator"]):
+        make_pending(tenant_a, run_id=f"r{n}", approval_id=f"a-{n}", items=0, events=0)
+        decide(tenant_a, f"a-{n}", "approve", who)
+    client = login(support_a)
+    assert ids(client.get(HISTORY, {"decider": "operator"})) == ["a-1", "a-0"]
+    assert ids(client.get(HISTORY, {"decider": "OTTO"})) == ["a-2"]
+    assert ids(client.get(HISTORY, {"decider": "Jane"})) == ["a-3"]
+    assert ids(client.get(HISTORY, {"decider": "pera"})) == []
