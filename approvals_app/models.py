@@ -78,6 +78,8 @@ class ApprovalRequest(TenantOwned):
     argument_order = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # The tool's usual call, when the runtime supplies one: the page marks what differs.
     usual_arguments = models.JSONField(null=True, blank=True)
+    # The runtime's display hint (approvals_app.display): which arguments are money.
+    display = models.JSONField(null=True, blank=True)
     # What the runtime can honour; the console offers only these.
     allowed_decisions = ArrayField(
         models.CharField(max_length=16, choices=Decision.choices),

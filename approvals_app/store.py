@@ -53,6 +53,7 @@ from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
 
+from .display import checked_display
 from .models import (
     DEFAULT_ALLOWED_DECISIONS,
     RISK_RANK,
@@ -93,6 +94,7 @@ CONTENT: tuple[ContentClass, ...] = (
             "arguments",
             "approved_arguments",
             "usual_arguments",
+            "display",
             "argument_order",
             "key_arguments",
             "summary",
@@ -163,7 +165,7 @@ _APPROVALS = ApprovalRequest._meta.db_table
 _RUNS = Run._meta.db_table
 _PENDING_COLUMNS = (
     "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
-    " a.key_arguments, a.usual_arguments, a.allowed_decisions, a.call_digest, a.run_version,"
+    " a.key_arguments, a.usual_arguments, a.display, a.allowed_decisions, a.call_digest, a.run_version,"
     " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
     f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id)"
 )
@@ -198,6 +200,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         summary,
         key_arguments,
         usual_arguments,
+        display,
         allowed_decisions,
         call_digest,
         run_version,
@@ -219,6 +222,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         "summary": summary,
         "key_arguments": key_arguments,
         "usual_arguments": None if usual_arguments is None else loads(usual_arguments),
+        "display": None if display is None else loads(display),
         "allowed_decisions": allowed_decisions,
         "call_digest": call_digest,
         "run_version": run_version,
@@ -478,6 +482,7 @@ class ApprovalStore(BaseStore):
         summary: str = "",
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        display: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
     ) -> ApprovalRequest:
         """Ask for a decision; the run moves to `waiting_approval` in the same transaction.
@@ -490,6 +495,9 @@ class ApprovalStore(BaseStore):
         `summary` (one line) and `key_arguments` (up to three argument keys
         that matter) are what the inbox row shows; `usual_arguments` is the
         tool's usual call, against which the approval page marks what differs.
+        `display` is the optional display hint (`approvals_app.display`: which
+        arguments are amounts in minor units, and their currency); 422 when it
+        names an argument the call lacks or that is not an integer.
 
         `allowed_decisions` (default approve, reject) is what the runtime can
         honour: the console offers only those and `decide` refuses the others.
@@ -518,6 +526,7 @@ class ApprovalStore(BaseStore):
             )
             allowed = _allowed_decisions(allowed_decisions)
             summary, key_arguments = _presentation(summary, key_arguments, usual_arguments)
+            display = checked_display(display, arguments)
             if run.version == expected_version and not run.is_terminal and run.pending_approval_id:
                 raise Conflict(
                     "The run already waits on an approval.",
@@ -553,6 +562,7 @@ class ApprovalStore(BaseStore):
                         key_arguments=key_arguments,
                         argument_order=[str(key)[:200] for key in arguments],
                         usual_arguments=usual_arguments,
+                        display=display,
                         status=ApprovalStatus.PENDING,
                         expires_at=expires_at,
                         created_at=now,
@@ -915,6 +925,7 @@ class ApprovalStore(BaseStore):
                 arguments={},
                 approved_arguments=None,
                 usual_arguments=None,
+                display=None,
                 argument_order=[],
                 key_arguments=[],
                 summary="",

@@ -478,3 +478,18 @@ def test_data_lifecycle_for_admin_tokens_and_content_deleted_for_late_writes(
         assert admin.get_erasure(erasure.erasure_id).status == "done"
         with pytest.raises(NotFound):
             admin.get_erasure("era_nope")
+
+
+def test_request_approval_sends_the_display_hint(client):
+    run = _waiting_run(client)
+    hint = {"amounts": [{"argument": "amount_cents", "currency": "EUR", "minor_units": 2}]}
+    approval = client.request_approval(
+        "r-1",
+        expected_version=run.version,
+        tool_name="issue_refund",
+        arguments={"amount_cents": 230000},
+        risk="high",
+        display=hint,
+    )
+    assert approval.raw["display"] == hint
+    assert client.get_approval(approval.approval_id).raw["display"] == hint

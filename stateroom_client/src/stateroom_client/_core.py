@@ -374,6 +374,7 @@ class Endpoints:
         summary: str | None = None,
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        display: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
         worker: str | None = None,
     ) -> Call[m.Approval]:
@@ -383,6 +384,7 @@ class Endpoints:
             summary=summary,
             key_arguments=key_arguments,
             usual_arguments=usual_arguments,
+            display=display,
             approval_id=approval_id,
             expected_version=expected_version,
             tool_name=tool_name,
