@@ -173,6 +173,10 @@
       if (index < 0) { index = Math.min(kept.index, all.length - 1); }
       var refocus = kept.focused && (document.activeElement === document.body || !document.activeElement);
       if (index >= 0) { select(index, refocus); }
+      // A decision took the last row away: focus its confirmation, not <body>. (The page's
+      // live region, present since load, announces it: a region swapped in is not heard.)
+      var notice = document.querySelector("[data-inbox-notice]");
+      if (index < 0 && refocus && notice) { notice.focus(); }
       kept = null;
     }
     // Fragments may carry the page title (the inbox shows its pending count there).
