@@ -109,3 +109,30 @@ def test_support_filters_the_timeline_and_the_filter_stays_in_the_url(
     page.go_back()
     expect(page).to_have_url(f"{url}?show=conversation")
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width][0]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_demo_and_chat_completions_items_read_as_chat_with_raw_json_a_click_away(
+    page, live_server, console_login, tenant_a, support_a, width
+):
+    from tests.console_data.test_chat import COMPLETIONS_ITEMS, DEMO_ITEMS, append
+
+    with in_tenant(tenant_a):
+        SessionStore(tenant_a, RUNTIME).create(session_id="chat-1", user_id="u-9")
+    append(tenant_a, "chat-1", [*COMPLETIONS_ITEMS, *DEMO_ITEMS])
+    at_width(page, width)
+    console_login(page, live_server, "sue")
+    page.goto(f"{live_server.url}/t/acme/sessions/chat-1/")
+    chats = page.get_by_test_id("chat")
+    expect(chats).to_have_count(9)
+    expect(page.locator('[data-testid=chat][data-kind="raw"]')).to_have_count(0)
+    calls = page.get_by_test_id("chat-tool-call")
+    expect(calls).to_have_count(2)
+    expect(calls.first).to_be_visible()
+    expect(page.get_by_test_id("chat-tool-name")).to_have_text(["lookup_order", "lookup_order"])
+    raw = chats.nth(2).locator("details.raw")
+    expect(raw.locator("pre")).to_be_hidden()
+    raw.locator("summary").click()
+    expect(raw.locator("pre")).to_be_visible()
+    expect(raw.locator("pre")).to_contain_text('"tool_calls"')
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width][0]
