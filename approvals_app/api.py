@@ -205,7 +205,6 @@ class ApprovalRequestIn(StrictSerializer):
     )
     display = DisplayHint(
         required=False,
-        allow_null=True,
         help_text="How the console shows the call: which arguments are amounts of money. "
         "Each named argument must be an integer of the call (422 otherwise)",
     )
