@@ -224,4 +224,17 @@
   }
   window.setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
+
+  // --- A confirmation after a redirect (a decision made on its own page) -------
+  // A live region filled before the page loads is not announced, and focus would
+  // start on <body>: focus the messages, so they are read and the keyboard starts
+  // there (j/k still move through the rows). Not when a field took focus itself.
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.querySelector("[data-testid=messages]");
+    var idle = !document.activeElement || document.activeElement === document.body;
+    if (box && box.textContent.trim() && idle) {
+      box.setAttribute("tabindex", "-1");
+      box.focus();
+    }
+  });
 })();

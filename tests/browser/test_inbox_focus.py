@@ -37,3 +37,26 @@ def test_focus_moves_to_the_next_row_then_the_confirmation_and_both_are_announce
     notice = page.get_by_test_id("inbox-notice")
     expect(notice).to_be_focused()  # no row left: focus on the confirmation, not <body>
     assert page.evaluate("document.activeElement !== document.body")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_after_rejecting_on_the_approval_page_focus_is_on_the_confirmation(
+    page, live_server, console_login, operator_a, tenant_a, width
+):
+    make_pending(tenant_a, run_id="r1", session_id="s1", approval_id="apr-1", risk="high")
+    make_pending(tenant_a, run_id="r2", session_id="s2", approval_id="apr-2", risk="low")
+    at_width(page, width)
+    console_login(page, live_server, "otto")
+    page.goto(live_server.url + INBOX)
+    page.keyboard.press("j")
+    page.keyboard.press("r")
+    page.wait_for_url("**/approvals/apr-1/?decide=reject")
+    page.keyboard.type("Not during the freeze")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_url(live_server.url + INBOX)
+    messages = page.get_by_test_id("messages")
+    expect(messages).to_contain_text("Rejected send_refund (apr-1).")
+    expect(messages).to_be_focused()
+    page.keyboard.press("j")  # the keyboard carries on from there
+    expect(page.locator("#inbox-row-apr-2")).to_be_focused()
