@@ -46,6 +46,7 @@ from tenancy_app.auth import IsOperatorToken
 from tenancy_app.middleware import non_atomic_tenant_view
 from tenancy_app.scoping import tenant_transaction
 
+from .display import DEFAULT_MINOR_UNITS, MAX_AMOUNTS, MAX_MINOR_UNITS
 from .models import ApprovalRequest, ApprovalStatus, Decision, Risk, ToolOutcome, VoidReason
 from .schemas import MAX_SCHEMA_BYTES
 from .store import (
@@ -74,6 +75,33 @@ def _store(request) -> ApprovalStore:
 
 
 # --- serializers ------------------------------------------------------------
+class AmountHint(StrictSerializer):
+    argument = StrictCharField(
+        max_length=MAX_ARGUMENT_NAME_LENGTH,
+        help_text="The argument holding the amount, an integer count of minor units (cents)",
+    )
+    currency = StrictCharField(
+        min_length=3, max_length=3, help_text="ISO 4217 code, upper case, e.g. EUR"
+    )
+    minor_units = StrictIntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_MINOR_UNITS,
+        help_text=f"Digits after the decimal point (default {DEFAULT_MINOR_UNITS}; JPY 0)",
+    )
+
+
+class DisplayHint(StrictSerializer):
+    """How the console shows the call; it changes nothing else (not the call digest)."""
+
+    amounts = serializers.ListField(
+        child=AmountHint(),
+        max_length=MAX_AMOUNTS,
+        help_text=f"Up to {MAX_AMOUNTS} arguments that are amounts of money: the console "
+        "shows `230000` with EUR and 2 minor units as `EUR 2,300.00`",
+    )
+
+
 class ApprovalSerializer(serializers.Serializer):
     """An approval as the runtime sees it (GET, lists, decisions, webhooks)."""
 
@@ -98,6 +126,7 @@ class ApprovalSerializer(serializers.Serializer):
     usual_arguments = serializers.DictField(
         allow_null=True, help_text="The tool's usual call, if the runtime gave one"
     )
+    display = DisplayHint(allow_null=True, help_text="The runtime's display hint, if any")
     allowed_decisions = serializers.ListField(
         child=serializers.ChoiceField(choices=Decision.choices),
         help_text="The decisions the runtime declared it can honour",
@@ -199,6 +228,11 @@ class ApprovalRequestIn(StrictSerializer):
         required=False,
         allow_null=True,
         help_text="The tool's usual call; the console marks the arguments that differ from it",
+    )
+    display = DisplayHint(
+        required=False,
+        help_text="How the console shows the call: which arguments are amounts of money. "
+        "Each named argument must be an integer of the call (422 otherwise)",
     )
     allowed_decisions = serializers.ListField(
         child=StrictChoiceField(choices=Decision.choices),

@@ -91,6 +91,8 @@ class ApprovalRequest(TenantOwned):
     # The tool's JSON Schema for its arguments, when the runtime sent one: an edit must
     # validate against it, and so must the asked arguments for a plain approve.
     arguments_schema = models.JSONField(null=True, blank=True)
+    # The runtime's display hint (approvals_app.display): which arguments are money.
+    display = models.JSONField(null=True, blank=True)
     # What the runtime can honour; the console offers only these.
     allowed_decisions = ArrayField(
         models.CharField(max_length=16, choices=Decision.choices),

@@ -14,6 +14,7 @@ from stateroom.jsonview import Change, diff
 from stateroom.jsonview import json_tree as _value
 from stateroom.jsonview import short as _short
 
+from .display import money_values
 from .models import ApprovalRequest
 
 KEY_VALUE_CHARS = 60
@@ -29,13 +30,18 @@ def ordered_keys(approval: ApprovalRequest) -> list[str]:
 
 def key_values(approval: ApprovalRequest, count: int = 3) -> list[tuple[str, str]]:
     """The arguments that matter, as (name, short value): the runtime's `key_arguments`,
-    else the first scalar arguments in the runtime's order."""
+    else the first scalar arguments in the runtime's order. An amount the display hint
+    names shows as money (`EUR 2,300.00`), not as its count of cents."""
     arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
     if approval.key_arguments:
         names = [k for k in approval.key_arguments if k in arguments]
     else:
         names = [k for k in ordered_keys(approval) if not isinstance(arguments[k], dict | list)]
-    return [(name, _short(arguments[name], KEY_VALUE_CHARS)) for name in names[:count]]
+    money = money_values(approval.display, arguments)
+    return [
+        (name, money.get(name) or _short(arguments[name], KEY_VALUE_CHARS))
+        for name in names[:count]
+    ]
 
 
 def argument_tree(approval: ApprovalRequest) -> SafeString:
@@ -43,6 +49,7 @@ def argument_tree(approval: ApprovalRequest) -> SafeString:
     each top-level value that differs from the tool's usual call marked."""
     arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
     usual = approval.usual_arguments if isinstance(approval.usual_arguments, dict) else None
+    money = money_values(approval.display, arguments)
     rows = []
     for key in ordered_keys(approval):
         hint = mark_safe("")
@@ -57,9 +64,14 @@ def argument_tree(approval: ApprovalRequest) -> SafeString:
                     ' <span class="badge changed" data-testid="usual-hint">usual: {}</span>',
                     _short(before, KEY_VALUE_CHARS),
                 )
-        rows.append(
-            format_html('<dt class="mono">{}</dt><dd>{}{}</dd>', key, _value(arguments[key]), hint)
-        )
+        value = _value(arguments[key])
+        if key in money:  # the display hint: an amount in minor units, shown as money first
+            value = format_html(
+                '<span class="money" data-testid="money">{}</span> <span class="muted">({})</span>',
+                money[key],
+                value,
+            )
+        rows.append(format_html('<dt class="mono">{}</dt><dd>{}{}</dd>', key, value, hint))
     if usual is not None:
         for key in usual:
             if key not in arguments:

@@ -55,6 +55,7 @@ from stateroom.sql import hot_cursor
 from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
 
+from .display import checked_display
 from .models import (
     DEFAULT_ALLOWED_DECISIONS,
     RISK_RANK,
@@ -109,6 +110,7 @@ CONTENT: tuple[ContentClass, ...] = (
             "arguments",
             "approved_arguments",
             "usual_arguments",
+            "display",
             "argument_order",
             "key_arguments",
             "summary",
@@ -187,7 +189,7 @@ _APPROVALS = ApprovalRequest._meta.db_table
 _RUNS = Run._meta.db_table
 _PENDING_COLUMNS = (
     "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
-    " a.key_arguments, a.usual_arguments, a.allowed_decisions, a.arguments_schema,"
+    " a.key_arguments, a.usual_arguments, a.display, a.allowed_decisions, a.arguments_schema,"
     " a.call_digest, a.run_version,"
     " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
     f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id)"
@@ -223,6 +225,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         summary,
         key_arguments,
         usual_arguments,
+        display,
         allowed_decisions,
         arguments_schema,
         call_digest,
@@ -245,6 +248,7 @@ def _pending_out(row: tuple) -> dict[str, Any]:
         "summary": summary,
         "key_arguments": key_arguments,
         "usual_arguments": None if usual_arguments is None else loads(usual_arguments),
+        "display": None if display is None else loads(display),
         "allowed_decisions": allowed_decisions,
         "arguments_schema": None if arguments_schema is None else loads(arguments_schema),
         "call_digest": call_digest,
@@ -373,8 +377,9 @@ class ApprovalStore(BaseStore):
 
         Dates bound when the approval got its status: asked (pending), voided
         (voided) or closed (decided, expired, cancelled; an expiry not yet swept
-        closed at its `expires_at`). `tool` is a case-insensitive prefix,
-        `decider` and `agent` exact. Tabs go by the effective status (`_read`).
+        closed at its `expires_at`). `tool` and `decider` are case-insensitive
+        prefixes (an operator types "otto" or "operator" for "Operator.Jane"),
+        `agent` exact. Tabs go by the effective status (`_read`).
         """
         if tab not in self.HISTORY_TABS:
             raise Unprocessable(
@@ -398,7 +403,7 @@ class ApprovalStore(BaseStore):
         if agent:
             approvals = approvals.filter(run__active_agent=agent)
         if decider:
-            approvals = approvals.filter(decided_by=decider)
+            approvals = approvals.filter(decided_by__istartswith=decider)
         if decision:
             approvals = approvals.filter(decision=decision)
         if outcome:  # approved, rejected or responded, within the decided tab
@@ -529,6 +534,7 @@ class ApprovalStore(BaseStore):
         summary: str = "",
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        display: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
         arguments_schema: dict[str, Any] | None = None,
     ) -> ApprovalRequest:
@@ -547,6 +553,9 @@ class ApprovalStore(BaseStore):
         `summary` (one line) and `key_arguments` (up to three argument keys
         that matter) are what the inbox row shows; `usual_arguments` is the
         tool's usual call, against which the approval page marks what differs.
+        `display` is the optional display hint (`approvals_app.display`: which
+        arguments are amounts in minor units, and their currency); 422 when it
+        names an argument the call lacks or that is not an integer.
 
         `allowed_decisions` (default approve, reject) is what the runtime can
         honour: the console offers only those and `decide` refuses the others.
@@ -577,6 +586,7 @@ class ApprovalStore(BaseStore):
             summary, key_arguments = _presentation(summary, key_arguments, usual_arguments)
             if arguments_schema is not None:
                 check_schema(arguments_schema, arguments)
+            display = checked_display(display, arguments)
             if run.version == expected_version and not run.is_terminal and run.pending_approval_id:
                 raise Conflict(
                     "The run already waits on an approval.",
@@ -613,6 +623,7 @@ class ApprovalStore(BaseStore):
                         argument_order=[str(key)[:200] for key in arguments],
                         usual_arguments=usual_arguments,
                         arguments_schema=arguments_schema,
+                        display=display,
                         status=ApprovalStatus.PENDING,
                         expires_at=expires_at,
                         created_at=now,
@@ -1044,6 +1055,7 @@ class ApprovalStore(BaseStore):
                 arguments={},
                 approved_arguments=None,
                 usual_arguments=None,
+                display=None,
                 argument_order=[],
                 key_arguments=[],
                 summary="",

@@ -160,7 +160,7 @@ class HistoryFilterForm(forms.Form):
     # nothing (the page's maxlength is the owners': console_app.context_processors.limits).
     tool = forms.CharField(required=False, label="Tool")
     agent = forms.CharField(required=False, label="Agent")
-    decider = forms.CharField(required=False, label="Decided by")
+    decider = forms.CharField(required=False, label="Decided by (starts with)")
     decision = forms.ChoiceField(choices=[("", "Any decision"), *Decision.choices], required=False)
     outcome = forms.ChoiceField(
         choices=[

@@ -16,6 +16,12 @@ Shapes read:
   `ai`, `system`, `tool`; `content` a string or parts; `tool_calls` of
   `{name, args, id}`; `tool_call_id`), and the serialized
   `{"lc": 1, "type": "constructor", "id": [..., "AIMessage"], "kwargs": {...}}`.
+- OpenAI Chat Completions messages: `{"role", "content", "tool_calls": [{"id",
+  "function": {"name", "arguments"}}]}` (and the older `function_call`), and tool
+  results `{"role": "tool", "tool_call_id", "content"}` (or `role` `function`).
+- Items stored without their `type` (as the demo and some runtimes store them):
+  the item's `item_type` names the Responses type (`function_call`,
+  `function_call_output`, `reasoning`).
 - Stateroom's own simple items: `{"text": ...}`, `{"name", "arguments"}` for a
   `tool_call` item, anything else under `tool_result`.
 """
@@ -87,10 +93,63 @@ def _parsed(arguments: Any) -> Any:
     return arguments
 
 
+# Responses item types that an item's `item_type` supplies when its payload has no `type`.
+_RESPONSES_TYPES = frozenset({"function_call", "function_call_output", "reasoning"})
+
+
+def _is_completions(payload: dict) -> bool:
+    """A Chat Completions message: tool calls under `function`, or a tool's answer by id."""
+    calls = payload.get("tool_calls")
+    return (
+        (isinstance(calls, list) and any(isinstance(c, dict) and "function" in c for c in calls))
+        or isinstance(payload.get("function_call"), dict)
+        or ("tool_call_id" in payload and "content" in payload)
+        or (payload.get("role") == "function" and "content" in payload)
+    )
+
+
+def _completions(role: str, payload: dict) -> ChatMessage:
+    message_role = str(payload.get("role") or role)
+    if message_role in ("tool", "function"):
+        return ChatMessage(
+            role="tool",
+            kind="tool_result",
+            source="openai",
+            call_id=str(payload.get("tool_call_id") or ""),
+            tool_name=str(payload.get("name") or ""),
+            output=_parsed(payload.get("content")),
+        )
+    raw_calls = [c for c in payload.get("tool_calls") or [] if isinstance(c, dict)]
+    if isinstance(payload.get("function_call"), dict):
+        raw_calls.append({"function": payload["function_call"]})
+    calls = []
+    for raw in raw_calls:
+        function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+        calls.append(
+            ToolCall(
+                str(function.get("name", "")),
+                _parsed(function.get("arguments")),
+                str(raw.get("id", "")),
+            )
+        )
+    text = _parts_text(payload.get("content"))
+    return ChatMessage(
+        role=message_role,
+        kind="tool_call" if calls and not text else "message",
+        source="openai",
+        text=text,
+        tool_calls=calls,
+    )
+
+
 def as_chat(role: str, item_type: str, payload: Any) -> ChatMessage:
     """The chat view of one stored item (`role` and `item_type` as the runtime stored them)."""
     if not isinstance(payload, dict):
         return ChatMessage(role=role, kind="raw", source="raw")
+    if "type" not in payload and item_type in _RESPONSES_TYPES:
+        payload = {**payload, "type": item_type}
+    if _is_completions(payload):
+        return _completions(role, payload)
     if payload.get("lc") == 1 and isinstance(payload.get("kwargs"), dict):
         ident = payload.get("id") or []
         kind = ident[-1] if isinstance(ident, list) and ident else ""

@@ -60,6 +60,21 @@ _CSS = {
     "effect": "k-effect",
     "lifecycle": "k-lifecycle",
 }
+# The timeline's filter (`?show=` in the page's URL): which kinds each choice keeps. Half a
+# busy session's entries are run bookkeeping; support often wants only the conversation.
+FILTERS = {
+    "conversation": frozenset({"item"}),
+    "runs": frozenset({"attach", "detach", "run", "effect"}),
+    "approvals": frozenset({"approval", "decision"}),
+    "lifecycle": frozenset({"lifecycle"}),
+}
+
+
+def shown_filter(value: str | None) -> str:
+    """The filter a `?show=` value names; "" (everything) for none or an unknown one."""
+    return value if value in FILTERS else ""
+
+
 # What the timeline says of each lifecycle event about a session.
 LIFECYCLE = {
     "session.closed": "Session closed",
@@ -118,20 +133,34 @@ class SessionTimeline:
         self.store = store
 
     def page(
-        self, session: Session, *, before_seq: int | None = None, size: int = PAGE_SIZE
+        self,
+        session: Session,
+        *,
+        before_seq: int | None = None,
+        size: int = PAGE_SIZE,
+        show: str = "",
     ) -> TimelinePage:
+        """One page: a window of items and what happened between them. `show` (a FILTERS
+        key, "" for all) keeps some kinds; the items still set the window, so pages and
+        "Load older" walk the same stretches of time whatever is shown, and the streams
+        not shown are not read."""
+        kinds = FILTERS.get(show)
         items, boundary, has_older = self._items(session, before_seq, size)
         lower = items[0].created_at if has_older and items else None
         upper = boundary.created_at if boundary is not None else None
-        entries = [Entry("item", item.created_at, item, item.seq) for item in items]
+        entries = []
+        if kinds is None or "item" in kinds:
+            entries = [Entry("item", item.created_at, item, item.seq) for item in items]
         truncated: list[str] = []
-        for name, reader in (
-            ("runs attached", self._attachments),
-            ("run changes", self._transitions),
-            ("approvals", self._approvals),
-            ("effects", self._effects),
-            ("lifecycle events", self._lifecycle),
+        for name, kind, reader in (
+            ("runs attached", "attach", self._attachments),
+            ("run changes", "run", self._transitions),
+            ("approvals", "approval", self._approvals),
+            ("effects", "effect", self._effects),
+            ("lifecycle events", "lifecycle", self._lifecycle),
         ):
+            if kinds is not None and kind not in kinds:
+                continue
             found, full = reader(session, lower, upper)
             entries += found
             if full:

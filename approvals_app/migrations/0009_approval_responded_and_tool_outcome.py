@@ -23,7 +23,7 @@ def responded_is_its_own_status(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals_app', '0007_approval_void'),
+        ('approvals_app', '0008_approval_arguments_schema'),
     ]
 
     operations = [

@@ -8,6 +8,7 @@ settle or remove what other domains hold) are lifecycle_app.views.
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -34,7 +35,16 @@ from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 
 from ..export import EXPORT_FORMATS, transcript, transcript_filename
-from ..timeline import SessionTimeline
+from ..timeline import SessionTimeline, shown_filter
+
+# The timeline filter's choices, as the page's tabs show them ("" = everything).
+TIMELINE_FILTER_LABELS = [
+    ("", "Everything"),
+    ("conversation", "Conversation"),
+    ("runs", "Runs"),
+    ("approvals", "Approvals"),
+    ("lifecycle", "Lifecycle"),
+]
 
 BULK_LIMIT = 5000
 
@@ -133,6 +143,7 @@ def session_detail(request, session_id: str):
     store = _store(request)
     session = _get_session(store, session_id)
     before_seq = parse_cursor(request.GET.get("before_seq"))
+    show = shown_filter(request.GET.get("show"))
     deletions = DeletionStore(request.tenant, store.actor)
     latest = deletions.for_session(session_id).order_by("-id").first()
     return render_page(
@@ -142,7 +153,11 @@ def session_detail(request, session_id: str):
             "nav": "sessions",
             "session": session,
             "attached_run_ids": store.attached_run_ids(session),
-            "page": SessionTimeline(request.tenant, store).page(session, before_seq=before_seq),
+            "page": SessionTimeline(request.tenant, store).page(
+                session, before_seq=before_seq, show=show
+            ),
+            "show": show,
+            "filters": TIMELINE_FILTER_LABELS,
             "deletion": latest,
             "progress": job_progress(deletions, latest) if latest is not None else None,
             "can_admin": request.membership.can(Permission.CLOSE),
@@ -157,9 +172,11 @@ def session_detail(request, session_id: str):
 def session_items(request, session_id: str):
     """The next older page of the timeline, as list entries to swap in for "Load older"."""
     before_seq = parse_cursor(request.GET.get("before_seq"))
+    show = shown_filter(request.GET.get("show"))
     if not wants_fragment(request):
+        query = urlencode({k: v for k, v in (("show", show), ("before_seq", before_seq)) if v})
         url = _detail_url(request, session_id)
-        return redirect(f"{url}?before_seq={before_seq}" if before_seq else url)
+        return redirect(f"{url}?{query}" if query else url)
     store = _store(request)
     session = _get_session(store, session_id)
     return render_page(
@@ -167,7 +184,10 @@ def session_items(request, session_id: str):
         "sessions/detail.html",
         {
             "session": session,
-            "page": SessionTimeline(request.tenant, store).page(session, before_seq=before_seq),
+            "page": SessionTimeline(request.tenant, store).page(
+                session, before_seq=before_seq, show=show
+            ),
+            "show": show,
         },
         fragment="entries",
     )

@@ -173,6 +173,10 @@
       if (index < 0) { index = Math.min(kept.index, all.length - 1); }
       var refocus = kept.focused && (document.activeElement === document.body || !document.activeElement);
       if (index >= 0) { select(index, refocus); }
+      // A decision took the last row away: focus its confirmation, not <body>. (The page's
+      // live region, present since load, announces it: a region swapped in is not heard.)
+      var notice = document.querySelector("[data-inbox-notice]");
+      if (index < 0 && refocus && notice) { notice.focus(); }
       kept = null;
     }
     // Fragments may carry the page title (the inbox shows its pending count there).
@@ -220,4 +224,17 @@
   }
   window.setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
+
+  // --- A confirmation after a redirect (a decision made on its own page) -------
+  // A live region filled before the page loads is not announced, and focus would
+  // start on <body>: focus the messages, so they are read and the keyboard starts
+  // there (j/k still move through the rows). Not when a field took focus itself.
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.querySelector("[data-testid=messages]");
+    var idle = !document.activeElement || document.activeElement === document.body;
+    if (box && box.textContent.trim() && idle) {
+      box.setAttribute("tabindex", "-1");
+      box.focus();
+    }
+  });
 })();

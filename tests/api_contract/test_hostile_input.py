@@ -33,7 +33,11 @@ NESTED = "[" * DEEP + "]" * DEEP
 
 
 def resolve(schema: dict, node: dict) -> dict:
-    while "$ref" in node:
+    # A nested object with its own description is `allOf: [{$ref}]` (drf-spectacular).
+    while "$ref" in node or "allOf" in node:
+        if "allOf" in node:
+            node = node["allOf"][0]
+            continue
         name = node["$ref"].rsplit("/", 1)[1]
         node = schema["components"]["schemas"][name]
     return node

@@ -86,6 +86,7 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "summary": "Refund 1200 to ops",
         "key_arguments": ["amount"],
         "usual_arguments": {"amount": 100},
+        "display": None,
         "allowed_decisions": ["approve", "reject"],
         "arguments_schema": None,
         "call_digest": reload_approval(tenant_a, "apr-1")["call_digest"],
@@ -131,6 +132,76 @@ def test_request_presentation_fields_are_checked(api_a, tenant_a):
         assert response.status_code == 422
         assert set(response.json()["error"]["details"]) == {field}
     assert reload(tenant_a, "run-1")["status"] == "running"
+
+
+def test_request_display_hint_is_stored_and_returned(api_a, tenant_a):
+    make_run(tenant_a, "running", run_id="run-1")
+    hint = {"amounts": [{"argument": "amount", "currency": "EUR"}]}
+    response = ask(api_a, approval_id="apr-1", display=hint)
+    assert response.status_code == 201
+    stored = {"amounts": [{"argument": "amount", "currency": "EUR", "minor_units": 2}]}
+    assert response.json()["display"] == stored
+    assert api_a.get("/api/v1/approvals/apr-1").json()["display"] == stored
+    pending = api_a.get("/api/v1/approvals?status=pending").json()["results"]
+    assert [a["display"] for a in pending] == [stored]
+    # The hint is how the call is shown, not the call: the digest is the same without it.
+    with in_tenant(tenant_a):
+        ApprovalRequest.objects.filter(approval_id="apr-1").update(status="cancelled")
+    make_run(tenant_a, "running", run_id="run-2")
+    plain = ask(api_a, run_id="run-2", approval_id="apr-2").json()
+    assert plain["display"] is None
+    assert plain["call_digest"] == response.json()["call_digest"]
+
+
+BAD_DISPLAY = [
+    (
+        {"amounts": [{"argument": "missing", "currency": "EUR"}]},
+        (
+            "validation_error",
+            {"display": ["amounts[0].argument: must name one of the call's arguments"]},
+        ),
+    ),
+    (  # a string is not an amount in minor units
+        {"amounts": [{"argument": "to", "currency": "EUR"}]},
+        (
+            "validation_error",
+            {"display": ["amounts[0].argument: to must be an integer (the amount in minor units)"]},
+        ),
+    ),
+    (
+        {"amounts": [{"argument": "amount", "currency": "eur"}]},
+        ("validation_error", {"display": ["amounts[0].currency: an ISO 4217 code such as EUR"]}),
+    ),
+    (
+        {"amounts": [{"argument": "amount", "currency": "EUR", "minor_units": 9}]},
+        (
+            "validation_error",
+            {"display.amounts[0].minor_units": ["Ensure this value is less than or equal to 4."]},
+        ),
+    ),
+    (
+        {"amounts": [{"argument": "amount", "currency": "EUR", "symbol": "€"}]},
+        ("unknown_field", {"display.amounts[0].symbol": ["unknown field"]}),
+    ),
+    ({"money": []}, ("unknown_field", {"display.money": ["unknown field"]})),
+    (
+        {"amounts": [{"argument": "amount", "currency": "EUR"}] * 2},
+        ("validation_error", {"display": ["amounts: each argument at most once"]}),
+    ),
+    (
+        "EUR",
+        ("validation_error", {"display": ["Invalid data. Expected a dictionary, but got str."]}),
+    ),
+]
+
+
+@pytest.mark.parametrize(("display", "refusal"), BAD_DISPLAY)
+def test_request_bad_display_hint_is_422_and_changes_nothing(api_a, tenant_a, display, refusal):
+    make_run(tenant_a, "running", run_id="run-1")
+    before = reload(tenant_a, "run-1")
+    assert error_of(ask(api_a, display=display)) == (422, *refusal)
+    assert reload(tenant_a, "run-1") == before
+    assert approval_count(tenant_a) == 0
 
 
 def test_request_refusals_change_nothing(api_a, api_b, tenant_a):

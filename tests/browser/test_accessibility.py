@@ -27,6 +27,7 @@ PAGES_FOR_ALL = [
     "/t/acme/approvals/{approval}/",
     "/t/acme/sessions/",
     "/t/acme/sessions/{session}/",
+    "/t/acme/sessions/{session}/?show=approvals",
     "/t/acme/sessions/chat-1/",
     "/t/acme/runs/",
     "/t/acme/runs/{run}/",

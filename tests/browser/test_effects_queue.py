@@ -1,10 +1,12 @@
 """The effects queue in a real browser: from the home page's count to settling an effect."""
 
+import pytest
 from playwright.sync_api import expect
 
 from effects_app.models import ExternalEffect
 from tenancy_app.scoping import in_tenant
 from tests.actions.test_run_control import make_run
+from tests.browser.widths import WIDTHS, at_width, text_box
 from tests.console_data.test_effects_queue import record
 
 
@@ -32,3 +34,23 @@ def test_operator_follows_the_home_count_and_settles_from_the_queue(
     with in_tenant(tenant_a):
         settled = ExternalEffect.objects.get(effect_id=stuck)
     assert (settled.status, settled.settle_reason) == ("failed", "No charge at the provider")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_settle_radio_buttons_sit_next_to_their_words(
+    page, live_server, console_login, operator_a, tenant_a, width
+):
+    make_run(tenant_a, run_id="r-1")
+    effect = record(tenant_a, "r-1", "k-unknown", status="unknown")
+    at_width(page, width)
+    console_login(page, live_server, "otto")
+    page.goto(f"{live_server.url}/t/acme/effects/")
+    page.get_by_test_id(f"settle-{effect}").click()
+    labels = page.get_by_test_id("settle-form").locator("fieldset label")
+    expect(labels).to_have_count(2)
+    for label in labels.all():
+        radio = label.locator("input[type=radio]").bounding_box()
+        words = text_box(label)
+        gap = words["x"] - (radio["x"] + radio["width"])
+        assert 0 <= gap <= 12, f"{gap:.0f} px between the radio and {label.inner_text()!r}"
+        assert abs((radio["y"] + radio["height"] / 2) - (words["y"] + 10)) <= 12  # same line

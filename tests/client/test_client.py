@@ -524,3 +524,18 @@ def test_runs_waiting_for_a_worker_are_listed_with_since_when(server, client):
     assert [r.run_id for r in client.iter_runs(unclaimed=True)] == ["r-idle"]
     assert client.get_run("r-idle").unclaimed_since == resumed.updated_at
     assert client.get_run("r-new").unclaimed_since is None
+
+
+def test_request_approval_sends_the_display_hint(client):
+    run = _waiting_run(client)
+    hint = {"amounts": [{"argument": "amount_cents", "currency": "EUR", "minor_units": 2}]}
+    approval = client.request_approval(
+        "r-1",
+        expected_version=run.version,
+        tool_name="issue_refund",
+        arguments={"amount_cents": 230000},
+        risk="high",
+        display=hint,
+    )
+    assert approval.raw["display"] == hint
+    assert client.get_approval(approval.approval_id).raw["display"] == hint

@@ -158,3 +158,83 @@ def test_markdown_transcript_reads_as_chat(make_session, tenant_a, support_a):
     assert '<- result of call_7: {"status": "paid", "amount": 1200}' in body
     assert "(reasoning) Check the order" in body
     assert chat_text(as_chat("user", "x", {"odd": 1})) == ""  # raw: the JSON is fenced instead
+
+
+# Chat Completions messages, as a runtime on that API stores its history.
+COMPLETIONS_ITEMS = [
+    ("system", "message", {"role": "system", "content": "You help with refunds."}),
+    ("user", "message", {"role": "user", "content": "Refund order A-1042"}),
+    (
+        "assistant",
+        "message",
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_9",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": '{"order_id": "A-1042"}'},
+                }
+            ],
+        },
+    ),
+    ("tool", "message", {"role": "tool", "tool_call_id": "call_9", "content": '{"paid": true}'}),
+    ("assistant", "message", {"role": "assistant", "content": "It was paid."}),
+]
+# What the demo loads: Responses items stored without their `type` (the item_type says it).
+DEMO_ITEMS = [
+    ("user", "message", {"text": "Where is order 42?"}),
+    ("assistant", "function_call", {"name": "lookup_order", "arguments": {"order": 42}}),
+    ("tool", "function_call_output", {"output": {"order": 42, "status": "shipped"}}),
+    ("assistant", "message", {"text": "It shipped."}),
+]
+
+
+def test_chat_completions_messages_read_as_chat():
+    system, user, call, result, answer = (as_chat(*item) for item in COMPLETIONS_ITEMS)
+    assert (system.role, system.kind, system.text) == (
+        "system",
+        "message",
+        "You help with refunds.",
+    )
+    assert (user.role, user.text) == ("user", "Refund order A-1042")
+    assert (call.role, call.kind, call.source) == ("assistant", "tool_call", "openai")
+    assert [(c.name, c.arguments, c.call_id) for c in call.tool_calls] == [
+        ("lookup_order", {"order_id": "A-1042"}, "call_9")
+    ]
+    assert (result.role, result.kind, result.call_id, result.output) == (
+        "tool",
+        "tool_result",
+        "call_9",
+        {"paid": True},
+    )
+    assert (answer.kind, answer.text) == ("message", "It was paid.")
+    legacy = as_chat(
+        "assistant",
+        "message",
+        {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}},
+    )
+    assert [(c.name, c.arguments) for c in legacy.tool_calls] == [("f", {})]
+
+
+def test_items_stored_without_their_type_read_as_chat():
+    user, call, output, answer = (as_chat(*item) for item in DEMO_ITEMS)
+    assert (call.kind, [(c.name, c.arguments) for c in call.tool_calls]) == (
+        "tool_call",
+        [("lookup_order", {"order": 42})],
+    )
+    assert (output.kind, output.output) == ("tool_result", {"order": 42, "status": "shipped"})
+    assert (user.text, answer.text) == ("Where is order 42?", "It shipped.")
+
+
+def test_timeline_renders_every_stored_shape_as_chat_with_raw_json_a_click_away(
+    make_session, tenant_a, support_a
+):
+    make_session("s-1")
+    append(tenant_a, "s-1", [*COMPLETIONS_ITEMS, *DEMO_ITEMS])
+    page = login(support_a).get("/t/acme/sessions/s-1/").content.decode()
+    assert page.count('data-testid="chat"') == 9
+    assert 'data-kind="raw"' not in page
+    assert page.count('data-testid="chat-tool-name">lookup_order</code>') == 2
+    assert page.count("Raw JSON</summary>") == 9

@@ -225,3 +225,42 @@ def test_the_timeline_tells_the_lifecycle_with_who_and_why(
         f"lifecycle Content deletion requested (erasure {erasure.erasure_id}) by ada — {why}",
         f"lifecycle Content deleted : 1 record by deletion — {why}",
     ]
+
+
+def test_the_filter_keeps_one_kind_of_entry_and_stays_in_the_url(tenant_a, support_a):
+    build_long_session(tenant_a, "long", runs=2, items_per_run=30)
+    client = login(support_a)
+    url = "/t/acme/sessions/long/"
+    everything = entries(client.get(url).content.decode())
+    body = client.get(url, {"show": "conversation"}).content.decode()
+    assert entries(body) == [e for e in everything if e[0] == "item"]
+    assert '<a href="/t/acme/sessions/long/?show=conversation" hx-get=' in body
+    assert re.search(r'\?show=conversation"[^>]*aria-current="page">Conversation</a>', body)
+    runs = entries(client.get(url, {"show": "runs"}).content.decode())
+    assert runs == [e for e in everything if e[0] in ("attach", "detach", "run")]
+    assert entries(client.get(url, {"show": "approvals"}).content.decode()) == []
+    assert "Nothing of this kind here." in client.get(url, {"show": "approvals"}).content.decode()
+    # An unknown filter shows everything (the "Everything" tab is current).
+    body = client.get(url, {"show": "bogus"}).content.decode()
+    assert entries(body) == everything
+    assert re.search(r'aria-current="page">Everything</a>', body)
+
+
+def test_load_older_keeps_the_filter_and_reads_only_what_it_shows(
+    tenant_a, support_a, django_assert_num_queries
+):
+    build_long_session(tenant_a, "long", runs=2, items_per_run=60)
+    client = login(support_a)
+    body = client.get("/t/acme/sessions/long/", {"show": "conversation"}).content.decode()
+    link = re.search(r'hx-get="([^"]+/items\?before_seq=\d+&amp;show=conversation)"', body)
+    assert link, "Load older carries the filter"
+    # The session and the item page only: the side streams are not read.
+    with django_assert_num_queries(request_queries() + 2):
+        older = client.get(link.group(1).replace("&amp;", "&"), headers=HX)
+    assert {kind for kind, _ in entries(older.content.decode())} == {"item"}
+    # + attachments, run changes and effects: not approvals, not lifecycle events.
+    with django_assert_num_queries(request_queries() + 5):
+        client.get("/t/acme/sessions/long/items?before_seq=61&show=runs", headers=HX)
+    # Without htmx, the items URL goes to the page with the same filter.
+    response = client.get("/t/acme/sessions/long/items?before_seq=61&show=runs")
+    assert response["Location"] == "/t/acme/sessions/long/?show=runs&before_seq=61"

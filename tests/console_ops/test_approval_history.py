@@ -192,3 +192,15 @@ def test_history_marks_an_approved_call_whose_tool_failed(tenant_a, support_a):
     # The tool's error is runtime-written: escaped.
     assert "Approved — the tool failed:</strong> card network &lt;down&gt;" in detail
     assert 'data-testid="approval-status">approved</span>' in detail
+
+
+def test_decided_by_matches_a_prefix_whatever_the_case(tenant_a, support_a):
+    """An operator types "operator" or "OTTO", not the exact stored username."""
+    for n, who in enumerate(["Operator.Jane", "operator2", "otto", "jane.operator"]):
+        make_pending(tenant_a, run_id=f"r{n}", approval_id=f"a-{n}", items=0, events=0)
+        decide(tenant_a, f"a-{n}", "approve", who)
+    client = login(support_a)
+    assert ids(client.get(HISTORY, {"decider": "operator"})) == ["a-1", "a-0"]
+    assert ids(client.get(HISTORY, {"decider": "OTTO"})) == ["a-2"]
+    assert ids(client.get(HISTORY, {"decider": "Jane"})) == ["a-3"]
+    assert ids(client.get(HISTORY, {"decider": "pera"})) == []

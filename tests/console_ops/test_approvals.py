@@ -508,7 +508,12 @@ def test_decide_from_inbox_with_htmx_returns_the_refreshed_inbox(operator_a, ten
     assert response.status_code == 200
     body = response.content.decode()
     assert (
-        '<p class="notice ok" role="status" data-testid="inbox-notice">Approved send_refund (a-1).</p>'
+        '<p class="notice ok" tabindex="-1" data-inbox-notice data-testid="inbox-notice">'
+        "Approved send_refund (a-1).</p>" in body
+    )
+    # Announced by the page's live region, which was there before the decision.
+    assert (
+        '<span id="inbox-status" hx-swap-oob="true">Approved send_refund (a-1). 1 pending</span>'
         in body
     )
     assert inbox_ids(response) == ["a-2"]

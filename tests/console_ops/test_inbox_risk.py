@@ -212,3 +212,32 @@ def test_arguments_are_a_tree_in_the_runtimes_order_folded_and_escaped(tenant_a,
         "not in the usual call",
         "usual: 10",
     ]
+
+
+def test_amounts_the_display_hint_names_read_as_money(tenant_a, support_a):
+    make_pending(
+        tenant_a,
+        approval_id="a-1",
+        arguments={"amount_cents": 230000, "fee": -150, "yen": 230000, "count": 230000},
+        display={
+            "amounts": [
+                {"argument": "amount_cents", "currency": "EUR"},
+                {"argument": "fee", "currency": "USD", "minor_units": 2},
+                {"argument": "yen", "currency": "JPY", "minor_units": 0},
+            ]
+        },
+        key_arguments=["amount_cents", "fee", "count"],
+    )
+    client = login(support_a)
+    assert key_args(client.get(INBOX).content.decode(), "a-1") == [
+        ("amount_cents", "EUR 2,300.00"),
+        ("fee", "USD -1.50"),
+        ("count", "230000"),  # not named by the hint: a count, not money
+    ]
+    tree = client.get(detail_url("a-1")).content.decode().split('data-testid="argument-tree">')[1]
+    money = re.findall(
+        r'<span class="money" data-testid="money">([^<]*)</span> <span class="muted">\('
+        r'<span class="argval mono">([^<]*)</span>\)',
+        tree,
+    )
+    assert money == [("EUR 2,300.00", "230000"), ("USD -1.50", "-150"), ("JPY 230,000", "230000")]

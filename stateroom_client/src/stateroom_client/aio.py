@@ -428,6 +428,7 @@ class AsyncStateroomClient:
         summary: str | None = None,
         key_arguments: list[str] | None = None,
         usual_arguments: dict[str, Any] | None = None,
+        display: dict[str, Any] | None = None,
         replaces_approval_id: str | None = None,
         worker: str | None = None,
         arguments_schema: dict[str, Any] | None = None,
@@ -437,7 +438,9 @@ class AsyncStateroomClient:
         `allowed_decisions` (approve, edit, reject, respond; default approve and
         reject) is what this runtime can honour: the console offers only those.
         `summary` (one line), `key_arguments` (up to 3 names) and
-        `usual_arguments` (the tool's usual call) help the person see the risk.
+        `usual_arguments` (the tool's usual call) help the person see the risk;
+        `display` says which arguments are money, e.g. `{"amounts": [{"argument":
+        "amount_cents", "currency": "EUR", "minor_units": 2}]}` shows 230000 as EUR 2,300.00.
         `replaces_approval_id` names the voided approval of this run that this
         one asks again (`void_approval`): the console links the two.
         `arguments_schema` is the tool's JSON Schema for its arguments: the
@@ -458,6 +461,7 @@ class AsyncStateroomClient:
                 summary=summary,
                 key_arguments=key_arguments,
                 usual_arguments=usual_arguments,
+                display=display,
                 replaces_approval_id=replaces_approval_id,
                 worker=worker,
                 arguments_schema=arguments_schema,
