@@ -254,10 +254,12 @@ def payments_refund(
     return session, run, approval
 
 
-def settle_refund(tenant, operator, approval, *, decision: str, reason: str) -> None:
-    """An operator decides; the runtime continues (refund issued or run ends with the reason)."""
+def settle_refund(
+    tenant, operator, approval, *, decision: str, reason: str, response: str | None = None
+) -> None:
+    """An operator decides; the runtime continues (refund issued, answer relayed, or run ends)."""
     ApprovalStore(tenant, operator).decide(
-        approval_id=approval.approval_id, decision=decision, reason=reason
+        approval_id=approval.approval_id, decision=decision, reason=reason, response=response
     )
     runtime = runtime_actor(tenant)
     runs, effects = RunStateStore(tenant, runtime), EffectStore(tenant, runtime)
@@ -273,6 +275,8 @@ def settle_refund(tenant, operator, approval, *, decision: str, reason: str) -> 
         )
         effects.commit(effect_id=effect.effect_id, result={"refund_id": f"re_{approval.pk:06d}"})
         _advance(runs, run_id, status="succeeded", token_used=2900, cost_used="0.0412")
+    elif decision == "respond":  # the operator's answer is the tool's result: no refund
+        _advance(runs, run_id, status="succeeded", token_used=2100, cost_used="0.0298")
     else:
         _advance(runs, run_id, status="failed", error={"code": "rejected", "message": reason})
 
@@ -415,6 +419,17 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
         _, _, rejected = payments_refund(tenant, rng, 21, risk="high", amount=2300, age_minutes=280)
         settle_refund(
             tenant, operator, rejected, decision="reject", reason="Outside the 30-day refund window"
+        )
+        _, _, answered = payments_refund(
+            tenant, rng, 26, risk="medium", amount=120, age_minutes=260
+        )
+        settle_refund(
+            tenant,
+            operator,
+            answered,
+            decision="respond",
+            reason="A voucher instead of a refund",
+            response="Offer a 120 EUR store voucher; the card refund needs the bank's approval.",
         )
         _, _, expired = payments_refund(tenant, rng, 22, risk="low", amount=19, age_minutes=400)
         ApprovalStore(tenant, Actor.system("approval sweep")).expire(

@@ -823,43 +823,25 @@ def test_a_response_is_the_tools_result_and_the_tool_does_not_run(
     assert client.get_approval(f"pay-14:{CALL}").outcome == ""  # nothing ran: no outcome
 
 
-def test_an_approved_edit_the_tool_cannot_take_ends_the_run_failed_with_the_tools_error(
-    server, client, operator, refund_log, support_a
+def test_an_edit_the_tool_cannot_take_is_refused_before_anything_runs(
+    server, client, operator, refund_log
 ):
-    """The SDK turns the tool's failure into a string for the model; the run still fails."""
+    """The gate sends the tool's schema, so the edit the SDK would refuse never reaches it.
+
+    (Before the schema, the SDK told the model to retry and the run read
+    succeeded; a tool that fails after approval is the next test.)
+    """
     _start(server, "pay-30")
     approval_id = f"pay-30:{CALL}"
-    operator.decide_approval(
-        approval_id,
-        decision="edit",
-        reason="Make it lots",
-        approved_arguments={"amount_cents": "lots", "foo": 1},
-    )
-    outcome = _resume(server, "pay-30")
-    assert refunds_made(refund_log) == []  # the SDK refused the arguments: nothing ran
-    assert outcome.status == "failed"
-    assert outcome.error["code"] == "tool_failed"
-    assert (outcome.error["approval_id"], outcome.error["call_id"]) == (approval_id, CALL)
-    assert outcome.error["tool_name"] == "issue_refund"
-    assert "Invalid JSON input for tool issue_refund" in outcome.error["message"]
-    run = client.get_run("pay-30")
-    assert (run.status, run.error) == ("failed", outcome.error)
-    assert client.get_task("pay-30.task").status == "failed"
-
-    approval = client.get_approval(approval_id)
-    assert (approval.status, approval.decision, approval.outcome) == ("approved", "edit", "failed")
-    assert approval.outcome_error["type"] == "ModelBehaviorError"
-    assert "Invalid JSON input for tool issue_refund" in approval.outcome_error["message"]
-    failed = [e.payload for e in client.iter_events("pay-30") if e.type == "approval.tool_failed"]
-    assert failed == [outcome.error]
-
-    page = login(support_a).get(f"/t/{server.tenant.slug}/approvals/{approval_id}/")
-    body = page.content.decode()
-    assert 'data-testid="tool-outcome" data-outcome="failed"' in body
-    assert "Approved — the tool failed:</strong> Invalid JSON input for tool issue_refund" in body
-
-    # Resumed again: the failed run stays failed; nothing runs.
-    assert _resume(server, "pay-30").status == "failed"
+    with pytest.raises(ValidationError) as refused:
+        operator.decide_approval(
+            approval_id,
+            decision="edit",
+            reason="Make it lots",
+            approved_arguments={"amount_cents": "lots", "foo": 1},
+        )
+    assert refused.value.status == 422
+    assert client.get_approval(approval_id).status == "pending"
     assert refunds_made(refund_log) == []
 
 

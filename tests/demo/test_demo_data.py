@@ -38,4 +38,4 @@ def test_demo_data_covers_every_state_of_every_domain(db, capsys):
     call_command("load_demo")
     assert "acme: demo data already there." in capsys.readouterr().out
     with in_tenant(Tenant.objects.get(slug="acme")):
-        assert Session.objects.count() == 14 + 14  # support sessions, and the payments ones
+        assert Session.objects.count() == 14 + 15  # support sessions, and the payments ones
