@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -304,7 +305,11 @@ pidfile = {workdir}/pgbouncer.pid
         (workdir / name).chmod(0o644)
     command = [binary, str(workdir / "pgbouncer.ini")]
     if os.geteuid() == 0:
-        command = ["runuser", "-u", "nobody", "--", *command]
+        # The embedded server's socket directory may be its data directory, open
+        # to its own user only: run as that user there, else as nobody.
+        host = str(s["HOST"] or "")
+        user = pwd.getpwuid(os.stat(host).st_uid).pw_name if host.startswith("/") else "nobody"
+        command = ["runuser", "-u", "nobody" if user == "root" else user, "--", *command]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 15
