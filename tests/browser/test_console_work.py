@@ -101,7 +101,7 @@ def test_history_filters(page, live_server, console_login, support_a, tenant_a):
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-id", "a-wire")
     expect(page).to_have_url(re.compile(r"risk=high.*decider=otto"))
-    with page.expect_download() as download:
+    with page.expect_download(timeout=30_000) as download:  # a loaded CI machine
         page.get_by_test_id("history-csv").click()
     lines = Path(download.value.path()).read_text().splitlines()
     assert [line.split(",")[0] for line in lines] == ["approval_id", "a-wire"]
@@ -158,7 +158,7 @@ def test_support_exports_a_transcript_and_is_refused_the_audit_export(
     say(tenant_a, "s-77", "Please close my account")
     console_login(page, live_server, "sue")
     page.goto(f"{live_server.url}/t/acme/sessions/s-77/")
-    with page.expect_download() as download:
+    with page.expect_download(timeout=30_000) as download:  # a loaded CI machine
         page.get_by_test_id("export-md").click()
     assert download.value.suggested_filename == "session-s-77.md"
     assert "Please close my account" in Path(download.value.path()).read_text()
