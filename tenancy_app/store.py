@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -206,35 +207,11 @@ class TenancyStore(BaseStore):
         return tenant
 
     def set_four_eyes(self, *, on: bool) -> None:
-        with transaction.atomic():
-            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
-            if tenant.four_eyes_critical != on:
-                tenant.four_eyes_critical = on
-                tenant.save(update_fields=["four_eyes_critical"])
-                self._audit(
-                    "tenant.settings_changed",
-                    "tenant",
-                    tenant.slug,
-                    before={"four_eyes_critical": not on},
-                    after={"four_eyes_critical": on},
-                )
-        self.tenant.four_eyes_critical = on
+        self._change_setting("four_eyes_critical", on)
 
     def set_require_2fa(self, *, on: bool) -> None:
         """Operators and admins of this tenant need a TOTP second factor (audited)."""
-        with transaction.atomic():
-            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
-            if tenant.require_2fa != on:
-                tenant.require_2fa = on
-                tenant.save(update_fields=["require_2fa"])
-                self._audit(
-                    "tenant.settings_changed",
-                    "tenant",
-                    tenant.slug,
-                    before={"require_2fa": not on},
-                    after={"require_2fa": on},
-                )
-        self.tenant.require_2fa = on
+        self._change_setting("require_2fa", on)
 
     def unlock_member(self, *, user_id: int) -> int:
         """Lift a member's login lockout (django-axes); how many lockout records were cleared."""
@@ -261,20 +238,7 @@ class TenancyStore(BaseStore):
                 "Unknown quick-approve level.",
                 details={"max_risk": [f"one of {', '.join(self.QUICK_APPROVE_CHOICES)}"]},
             )
-        with transaction.atomic():
-            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
-            before = tenant.quick_approve_max_risk
-            if before != max_risk:
-                tenant.quick_approve_max_risk = max_risk
-                tenant.save(update_fields=["quick_approve_max_risk"])
-                self._audit(
-                    "tenant.settings_changed",
-                    "tenant",
-                    tenant.slug,
-                    before={"quick_approve_max_risk": before},
-                    after={"quick_approve_max_risk": max_risk},
-                )
-        self.tenant.quick_approve_max_risk = max_risk
+        self._change_setting("quick_approve_max_risk", max_risk)
 
     def set_session_lease(self, *, seconds: int) -> None:
         """The lease of new sessions (every activity renews it for this long); 1 s to 30 days."""
@@ -287,20 +251,7 @@ class TenancyStore(BaseStore):
                 "The session lease is from 1 second to 30 days.",
                 details={"session_lease_seconds": [f"an integer from 1 to {MAX_LEASE}"]},
             )
-        with transaction.atomic():
-            tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
-            if tenant.session_lease_seconds != seconds:
-                before = tenant.session_lease_seconds
-                tenant.session_lease_seconds = seconds
-                tenant.save(update_fields=["session_lease_seconds"])
-                self._audit(
-                    "tenant.settings_changed",
-                    "tenant",
-                    tenant.slug,
-                    before={"session_lease_seconds": before},
-                    after={"session_lease_seconds": seconds},
-                )
-        self.tenant.session_lease_seconds = seconds
+        self._change_setting("session_lease_seconds", seconds)
 
     def set_unclaimed_run_warning(self, *, seconds: int) -> None:
         """How long a running run may go without a live claim before the console and the
@@ -318,20 +269,24 @@ class TenancyStore(BaseStore):
                     ]
                 },
             )
+        self._change_setting("unclaimed_run_warning_seconds", seconds)
+
+    def _change_setting(self, field: str, value: Any) -> None:
+        """One tenant setting, under the tenant row's lock; audited when it changes."""
         with transaction.atomic():
             tenant = Tenant.objects.select_for_update().get(pk=self.tenant.pk)
-            before = tenant.unclaimed_run_warning_seconds
-            if before != seconds:
-                tenant.unclaimed_run_warning_seconds = seconds
-                tenant.save(update_fields=["unclaimed_run_warning_seconds"])
+            before = getattr(tenant, field)
+            if before != value:
+                setattr(tenant, field, value)
+                tenant.save(update_fields=[field])
                 self._audit(
                     "tenant.settings_changed",
                     "tenant",
                     tenant.slug,
-                    before={"unclaimed_run_warning_seconds": before},
-                    after={"unclaimed_run_warning_seconds": seconds},
+                    before={field: before},
+                    after={field: value},
                 )
-        self.tenant.unclaimed_run_warning_seconds = seconds
+        setattr(self.tenant, field, value)
 
     def retention(self) -> RetentionPolicy:
         return RetentionPolicy.objects.filter(tenant=self.tenant).first() or RetentionPolicy(
