@@ -303,11 +303,9 @@ class TenantRuntime:
         if run_id is None:
             await self.client.cancel_approval(approval_id, reason=WITHDRAWN)
             return
-        # Ending the run cancels its pending approval in the same transaction.
-        run = await self.client.get_run(run_id)
-        await self.client.transition_run(
-            run_id, expected_version=run.version, status="cancelled", error=None
-        )
+        # Run control, audited with the customer's reason; ending the run withdraws its
+        # pending approval in the same transaction.
+        await self.client.cancel_run(run_id, reason=WITHDRAWN)
 
     async def refund_once(self) -> None:
         started = await self.request_refund()
