@@ -160,7 +160,8 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 TASK_STATUS = {"succeeded": "completed", "failed": "failed", "cancelled": "cancelled"}
 # The server's bound on an approval's `arguments_schema` (approvals_app.schemas).
 MAX_SCHEMA_BYTES = 64 * 1024
-# The server takes a tool's error message of up to 4,000 characters.
+# The server takes a tool's error of up to 4,000 characters and 16 KiB of JSON: 2,000
+# characters stay under both, however many bytes each takes.
 MAX_ERROR_MESSAGE = 2_000
 
 RiskPolicy = Callable[[str, dict[str, Any]], str]
