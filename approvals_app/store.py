@@ -753,14 +753,7 @@ class ApprovalStore(BaseStore):
         """
         expired: Conflict | None = None
         with self.atomic():
-            run, approval = self._lock(approval_id)
-            if (
-                self.actor.kind == "token"
-                and approval.requested_by_token_id is not None
-                and self.actor.id != str(approval.requested_by_token_id)
-            ):
-                raise Forbidden("Only the runtime that asked may cancel.", code="not_requester")
-            self._refuse_if_claimed_elsewhere(run, worker)
+            run, approval = self._lock_as_requester(approval_id, worker, "cancel")
             if approval.status != ApprovalStatus.PENDING:
                 raise self._already_decided(approval)
             if self._is_due(approval):
@@ -817,14 +810,7 @@ class ApprovalStore(BaseStore):
         _check_void(reason_code, reason, details)
         expired: Conflict | None = None
         with self.atomic():
-            run, approval = self._lock(approval_id)
-            if (
-                self.actor.kind == "token"
-                and approval.requested_by_token_id is not None
-                and self.actor.id != str(approval.requested_by_token_id)
-            ):
-                raise Forbidden("Only the runtime that asked may void.", code="not_requester")
-            self._refuse_if_claimed_elsewhere(run, worker)
+            run, approval = self._lock_as_requester(approval_id, worker, "void")
             if approval.status not in VOIDABLE:
                 raise self._already_decided(approval)
             if approval.status == ApprovalStatus.PENDING and self._is_due(approval):
@@ -894,14 +880,7 @@ class ApprovalStore(BaseStore):
         """
         _check_outcome(outcome, error)
         with self.atomic():
-            run, approval = self._lock(approval_id)
-            if (
-                self.actor.kind == "token"
-                and approval.requested_by_token_id is not None
-                and self.actor.id != str(approval.requested_by_token_id)
-            ):
-                raise Forbidden("Only the runtime that asked may report.", code="not_requester")
-            self._refuse_if_claimed_elsewhere(run, worker)
+            run, approval = self._lock_as_requester(approval_id, worker, "report")
             if approval.status != ApprovalStatus.APPROVED:
                 raise Conflict(
                     f"Only an approved call runs; this approval is {approval.status}.",
@@ -1126,6 +1105,21 @@ class ApprovalStore(BaseStore):
                 details={"replaces_approval_id": [problem]},
             )
         return old
+
+    def _lock_as_requester(
+        self, approval_id: str, worker: str | None, verb: str
+    ) -> tuple[Run, ApprovalRequest]:
+        """`_lock`, for what only the runtime that asked may do (cancel, void, report):
+        403 `not_requester` for another runtime token, 409 `run_claimed` for another worker."""
+        run, approval = self._lock(approval_id)
+        if (
+            self.actor.kind == "token"
+            and approval.requested_by_token_id is not None
+            and self.actor.id != str(approval.requested_by_token_id)
+        ):
+            raise Forbidden(f"Only the runtime that asked may {verb}.", code="not_requester")
+        self._refuse_if_claimed_elsewhere(run, worker)
+        return run, approval
 
     def _lock(self, approval_id: str) -> tuple[Run, ApprovalRequest]:
         """Lock the run, then the approval (the one lock order of this module).
