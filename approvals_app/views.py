@@ -57,14 +57,14 @@ def _search(approvals: QuerySet, q: str) -> QuerySet:
 QUICK_APPROVE_RANK = {"none": 0, "low": RISK_RANK[Risk.LOW], "medium": RISK_RANK[Risk.MEDIUM]}
 
 
-def quick_approvable(tenant, approval) -> bool:
+def quick_approvable(tenant, approval, *, fits: bool | None = None) -> bool:
     """The tenant allows approving this call from the inbox without opening it (and it can
-    run as asked: its arguments fit the tool's schema)."""
+    run as asked: its arguments fit the tool's schema; `fits` when the caller knows)."""
     return (
         "approve" in approval.allowed_decisions
         and approval.risk_rank <= QUICK_APPROVE_RANK.get(tenant.quick_approve_max_risk, 0)
         and not approval.first_approved_by
-        and not ApprovalStore.asked_argument_errors(approval)
+        and (fits if fits is not None else not ApprovalStore.asked_argument_errors(approval))
     )
 
 
@@ -92,11 +92,11 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
     for approval in rows:
         approval.digest = store.digest(approval)
         approval.key_values = key_values(approval)
-        approval.quick = quick_approvable(request.tenant, approval)
-        # Arguments that do not fit the tool's schema can only be edited or rejected.
-        approval.can_approve = "approve" in approval.allowed_decisions and (
-            approval.quick or not store.asked_argument_errors(approval)
-        )
+        # Arguments that do not fit the tool's schema can only be edited or rejected
+        # (validated once a row: the schema check is the row's dearest step).
+        fits = not store.asked_argument_errors(approval)
+        approval.quick = quick_approvable(request.tenant, approval, fits=fits)
+        approval.can_approve = "approve" in approval.allowed_decisions and fits
         approval.is_new = seen is not None and approval.pk > seen
         # Reversed once per row here, not once per use in the template (up to five).
         approval.detail_url = _url(request, "approvals:detail", approval_id=approval.approval_id)
