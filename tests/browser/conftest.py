@@ -17,8 +17,10 @@ Every module here is marked `browser`.
 
 import os
 import shutil
+import threading
 
 import pytest
+from django.core.signals import request_finished, request_started
 
 from tests.conftest import PASSWORD, require_infrastructure
 
@@ -68,6 +70,42 @@ def browser(_playwright):
     browser.close()
 
 
+class _InFlight:
+    """Requests the live server is still answering.
+
+    A test may end while the page it drove still waits for an answer (a
+    back-navigation, an htmx poll). Closing the browser does not stop the
+    server's thread: it would go on reading the database while the next test
+    flushes it, and the flush fails. Teardown waits for those answers first.
+    """
+
+    def __init__(self):
+        self.count = 0
+        self.changed = threading.Condition()
+
+    # Only server threads count: the test client answers in the main thread.
+    def started(self, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            with self.changed:
+                self.count += 1
+
+    def finished(self, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            with self.changed:
+                self.count = max(0, self.count - 1)
+                self.changed.notify_all()
+
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.count == 0, timeout=timeout):
+                raise AssertionError(f"the live server still answers {self.count} request(s)")
+
+
+IN_FLIGHT = _InFlight()
+request_started.connect(IN_FLIGHT.started, dispatch_uid="browser-in-flight-start")
+request_finished.connect(IN_FLIGHT.finished, dispatch_uid="browser-in-flight-finish")
+
+
 @pytest.fixture
 def new_page(browser):
     """Open pages in separate contexts (separate cookies: separate people)."""
@@ -82,6 +120,7 @@ def new_page(browser):
     yield make
     for context in contexts:
         context.close()
+    IN_FLIGHT.wait_idle()
 
 
 @pytest.fixture
