@@ -1,7 +1,7 @@
 """Tell a runtime that a person cancelled, suspended or resumed its run (signed webhook).
 
-`RunStateStore` enqueues `notify_run_control` through the outbox with the
-change, when the run was created by a runtime token that has a
+`RunStateStore` enqueues the task `notify_run_control` (`runs_app.tasks`) through
+the outbox with the change, by its name `NOTIFY_RUN_CONTROL`, when the run was created by a runtime token that has a
 `webhook_url`. Signing (Standard Webhooks), the egress check and retries are
 `tenancy_app.webhooks`, as for approval decisions.
 
@@ -17,52 +17,11 @@ at `run.version` (`POST /api/v1/runs/{id}/claim`) and continue from
 
 from __future__ import annotations
 
-from celery import shared_task
-
-from audit_app.actor import Actor
-from stateroom.errors import NotFound
-from tenancy_app.models import RuntimeToken, Tenant
-from tenancy_app.scoping import in_tenant
-from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver, delivery_id
-
 RUN_CONTROL_EVENTS = ("run.cancelled", "run.suspended", "run.resumed")
+# The Celery task's registered name (it was defined in this module once; queued jobs keep it).
+NOTIFY_RUN_CONTROL = "runs_app.webhooks.notify_run_control"
 
 
-@shared_task(
-    bind=True,
-    autoretry_for=RETRYABLE_ERRORS,
-    retry_backoff=2,
-    retry_backoff_max=600,
-    retry_jitter=True,
-    max_retries=8,
-    acks_late=True,
-)
-def notify_run_control(self, tenant_id: int, run_id: str, version: int, event: str) -> str:
-    """POST the run to the webhook of the token that created it. Idempotent."""
-    from .api import run_data
-    from .store import RunStateStore
-
-    if event not in RUN_CONTROL_EVENTS:
-        return "unknown-event"
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return "no-tenant"
-    with in_tenant(tenant):
-        try:
-            run = RunStateStore(tenant, Actor.system("webhook")).get(run_id)
-        except NotFound:
-            return "no-run"
-        token = RuntimeToken.objects.filter(
-            pk=run.created_by_token_id, tenant=tenant, revoked_at__isnull=True
-        ).first()
-        if token is None or not token.webhook_url:
-            return "no-webhook"
-        payload = {"version": version, "run": run_data(run)}
-        url, secret = token.webhook_url, token.webhook_secret
-    return deliver(
-        url=url,
-        secret=secret,
-        event=event,
-        delivery=delivery_id(tenant_id, "run", run_id, version, event),
-        payload=payload,
-    )
+def run_control_payload(version: int, run: dict) -> dict:
+    """The body of a run-control webhook besides its event: the version it is about, the run."""
+    return {"version": version, "run": run}
