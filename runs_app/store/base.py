@@ -12,10 +12,7 @@ from tasks_app.models import TaskCheckpoint
 from tenancy_app.base_store import BaseStore
 
 from ..claims import claim_condition, claimed_elsewhere
-from ..models import (
-    Run,
-    RunTransition,
-)
+from ..models import Run, RunTransition
 from .sql import (
     PUBLIC_IDS,
     RUN_COLUMNS,

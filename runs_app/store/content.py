@@ -11,12 +11,7 @@ from django.db.models.expressions import CombinedExpression, Value
 
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 
-from ..models import (
-    NodeExecution,
-    Run,
-    RunEvent,
-    RunTransition,
-)
+from ..models import NodeExecution, Run, RunEvent, RunTransition
 from .base import RunStoreBase
 
 RUN_EVENT_PAYLOADS = "run_event_payloads"

@@ -10,11 +10,7 @@ from stateroom.errors import Conflict, NotFound
 from stateroom.reasons import check_reason
 from tenancy_app.models import RuntimeToken
 
-from ..models import (
-    TERMINAL_RUN_STATUSES,
-    Run,
-    RunStatus,
-)
+from ..models import TERMINAL_RUN_STATUSES, Run, RunStatus
 from ..webhooks import NOTIFY_RUN_CONTROL
 from .base import RunStoreBase
 from .sql import Transition

@@ -8,11 +8,7 @@ from django.db.models import Max
 
 from stateroom.errors import Conflict, ContentDeleted, Unprocessable
 
-from ..models import (
-    NodeExecution,
-    NodeStatus,
-    RunEvent,
-)
+from ..models import NodeExecution, NodeStatus, RunEvent
 from .base import RunStoreBase
 from .state import NON_TERMINAL_STATUSES, NOT_FENCED
 from .validation import STRING_LIMITS, clean_events

@@ -14,14 +14,7 @@ from stateroom.rows import from_row
 from stateroom.sql import hot_cursor
 from tasks_app.models import Task
 
-from ..models import (
-    NodeExecution,
-    NodeStatus,
-    Run,
-    RunEvent,
-    RunStatus,
-    RunTransition,
-)
+from ..models import NodeExecution, NodeStatus, Run, RunEvent, RunStatus, RunTransition
 from .base import RunStoreBase
 from .sql import GET_RUN, RUN_WIDTH, SESSION_WIDTH
 

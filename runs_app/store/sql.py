@@ -17,12 +17,7 @@ from stateroom.rows import from_row
 from stateroom.sql import columns
 from tasks_app.models import Task
 
-from ..models import (
-    TERMINAL_RUN_STATUSES,
-    Run,
-    RunStatus,
-    RunTransition,
-)
+from ..models import TERMINAL_RUN_STATUSES, Run, RunStatus, RunTransition
 
 _RUNS = Run._meta.db_table
 _TRANSITIONS = RunTransition._meta.db_table

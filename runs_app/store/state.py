@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from ..models import (
-    RUN_TRANSITIONS,
-    TERMINAL_RUN_STATUSES,
-    RunStatus,
-)
+from ..models import RUN_TRANSITIONS, TERMINAL_RUN_STATUSES, RunStatus
 
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 # Statuses in which no worker works on a run: moving there drops the claim.

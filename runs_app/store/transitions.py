@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from stateroom.errors import Unprocessable
-from stateroom.ids import (
-    MAX_WORKER_LENGTH,
-)
+from stateroom.ids import MAX_WORKER_LENGTH
 
-from ..models import (
-    TERMINAL_RUN_STATUSES,
-    Run,
-    RunStatus,
-)
+from ..models import TERMINAL_RUN_STATUSES, Run, RunStatus
 from .base import RunStoreBase
 from .sql import Transition
 from .state import NO_CLAIM, NON_TERMINAL_STATUSES, NOT_FENCED, UNCLAIMED_STATUSES, allowed_from
 from .validation import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, clean_changes
+
+
+def _cas_sets(values: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """What a compare-and-set writes besides `values`: the time, a dropped claim (a run that
+    waits or ended is held by nobody), no old error on a run that succeeds without one."""
+    target = values.get("status")
+    sets: dict[str, Any] = {**values, "updated_at": now}
+    if target in UNCLAIMED_STATUSES:
+        sets.update(NO_CLAIM)
+    if target == RunStatus.SUCCEEDED and "error" not in values:
+        sets["error"] = None
+    return sets
 
 
 class RunTransitions(RunStoreBase):
@@ -48,13 +54,8 @@ class RunTransitions(RunStoreBase):
         by nobody (its claim dropped); one that succeeds without an `error`
         in `changes` carries none (a recovered run's old error goes).
         """
-        values = clean_changes(changes)
+        values = self._checked_changes(changes)
         target = values.get("status")
-        if target in TERMINAL_RUN_STATUSES:
-            values["pending_approval_id"] = ""  # a finished run waits on nothing
-        if values.get("last_checkpoint_id"):
-            with self.reading():
-                self._require_checkpoint(values["last_checkpoint_id"])
         now = self.now()
         conditions: list[tuple[str, list[Any]]] = [
             ('"version" = %s', [expected_version]),
@@ -63,16 +64,11 @@ class RunTransitions(RunStoreBase):
         ]
         if as_runtime:
             conditions.append(self._claim_condition(worker, now))
-        sets: dict[str, Any] = {**values, "updated_at": now}
-        if target in UNCLAIMED_STATUSES:
-            sets.update(NO_CLAIM)
-        if target == RunStatus.SUCCEEDED and "error" not in values:
-            sets["error"] = None
         # One statement: it changes the run and records its transition, or
         # writes nothing and reads why (no second query, no savepoint).
         run, seen = self._update_explained(
             run_id=run_id,
-            sets=sets,
+            sets=_cas_sets(values, now),
             conditions=conditions,
             transition=Transition(values, worker, now),
         )
@@ -88,6 +84,17 @@ class RunTransitions(RunStoreBase):
                 explained=True,
             )
         return run
+
+    def _checked_changes(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """The changes of a compare-and-set, checked (422, 404 unknown checkpoint); a run
+        that ends waits on nothing."""
+        values = clean_changes(changes)
+        if values.get("status") in TERMINAL_RUN_STATUSES:
+            values["pending_approval_id"] = ""  # a finished run waits on nothing
+        if values.get("last_checkpoint_id"):
+            with self.reading():
+                self._require_checkpoint(values["last_checkpoint_id"])
+        return values
 
     def claim(
         self,

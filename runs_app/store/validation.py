@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from stateroom.errors import Unprocessable, field_path
+from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id
 
-from ..models import (
-    Run,
-    RunStatus,
-)
+from ..models import Run, RunStatus
 
 # Keys `compare_and_set` accepts in `changes`.
 RUN_CHANGE_FIELDS = frozenset(
@@ -66,6 +65,38 @@ def cost_value(value: Any) -> Decimal:
     if isinstance(exponent, int) and -exponent > COST_DECIMAL_PLACES:
         raise ValueError(f"at most {COST_DECIMAL_PLACES} decimal places")
     return cost
+
+
+def check_new_run(
+    *,
+    run_id: str | None,
+    session_id: str | None,
+    task_id: str | None,
+    active_agent: str,
+    deadline_at: datetime | None,
+    now: datetime,
+) -> None:
+    """422 for what no new run can be: an id no row can have, a long agent, a past deadline."""
+    # The ids a run names: its own (None: generated), its session's and task's (None
+    # or "": none). An id no row can have is 422, like the API's.
+    ids = {"run_id": run_id, "session_id": session_id or None, "task_id": task_id or None}
+    bad_ids = {
+        name: [PUBLIC_ID_RULE]
+        for name, value in ids.items()
+        if value is not None and not is_valid_public_id(value)
+    }
+    if bad_ids:
+        raise Unprocessable("Invalid " + ", ".join(bad_ids) + ".", details=bad_ids)
+    if len(active_agent or "") > STRING_LIMITS["active_agent"]:
+        raise Unprocessable(
+            "active_agent is too long.",
+            details={"active_agent": [f"at most {STRING_LIMITS['active_agent']} characters"]},
+        )
+    if deadline_at is not None and deadline_at <= now:
+        raise Unprocessable(
+            "deadline_at lies in the past.",
+            details={"deadline_at": ["must lie in the future"]},
+        )
 
 
 def clean_changes(changes: dict[str, Any]) -> dict[str, Any]:
