@@ -119,6 +119,18 @@ def _invalid_transition(effect: ExternalEffect, requested: str) -> Conflict:
     )
 
 
+def _inserted(
+    row: tuple[Any, ...], values: dict[str, Any], *, run_id: str, approval: ApprovalRequest | None
+) -> ExternalEffect:
+    """The effect just inserted, from its values and the INSERT's `id, run_id`."""
+    effect = ExternalEffect(id=row[0], run_id=row[1], **values)
+    effect._state.adding, effect._state.db = False, DEFAULT_DB_ALIAS
+    effect.run = known(Run, effect.run_id, run_id=run_id)
+    if approval is not None:
+        effect.approval = approval
+    return effect
+
+
 class EffectStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def get_run(self, run_id: str) -> Run:
@@ -280,51 +292,10 @@ class EffectStore(BaseStore):
             "created_at": now,
             "updated_at": now,
         }
-        # One INSERT … SELECT finds the run and records the effect unless the
-        # key is taken or another worker holds the run. A concurrent caller with
-        # the same key makes it wait on the unique index until that caller's
-        # transaction ends: committed, the INSERT does nothing and its record is
-        # returned; rolled back, ours goes in. The run row is read FOR SHARE, so
-        # a claim being taken makes the INSERT wait and see it, and a claim
-        # taken after waits for this transaction.
-        names, selects, params = insert_from(ExternalEffect, values, expressions={"run_id": "r.id"})
-        claim_sql, claim_params = claim_condition(worker, now, alias="r")
-        insert = (
-            f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
-            " WHERE r.tenant_id = %s AND r.run_id = %s AND r.content_fenced_at IS NULL"
-            f" AND {claim_sql} FOR SHARE OF r"
-            " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id"
+        insert, insert_params = self._insert_sql(values, run_id=run_id, worker=worker, now=now)
+        row, existing = self._insert_or_read(
+            insert, insert_params, run_id=run_id, key=idempotency_key, worker=worker, now=now
         )
-        insert_params = [*params, self.tenant.pk, run_id, *claim_params]
-        # When the INSERT did nothing, the same statement reads the run's fence
-        # and claim and the record under the key (gated on that: OFFSET 0 keeps
-        # each subquery whole, so `ins.id IS NULL` is a one-time filter). A
-        # replay is then one round trip; only what its snapshot cannot settle
-        # (an unknown run, a record committed while the INSERT waited on the
-        # key) takes the transaction below.
-        recorded = (
-            f"WITH ins AS ({insert}) SELECT ins.id, ins.run_id, s.*, x.*"
-            " FROM (VALUES (1)) one (o) LEFT JOIN ins ON true"
-            " LEFT JOIN LATERAL (SELECT content_fenced_at, claimed_by, claim_until, version"
-            f" FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s AND ins.id IS NULL OFFSET 0)"
-            f" s ON true LEFT JOIN LATERAL (SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
-            f" JOIN {_RUNS} r ON r.id = e.run_id WHERE e.tenant_id = %s"
-            " AND e.idempotency_key = %s AND ins.id IS NULL OFFSET 0) x ON true"
-        )
-        with hot_cursor(alone=True) as cursor:
-            cursor.execute(
-                recorded,
-                [*insert_params, self.tenant.pk, run_id, self.tenant.pk, idempotency_key],
-            )
-            found = cursor.fetchone()
-        row = found[:2] if found[0] is not None else None
-        existing = None
-        if row is None and found[5] is not None:  # the run, as the statement saw it
-            # A fence only goes on; a claim seen live was live at that instant.
-            self._refuse(run_id, found[2:6], worker=worker, now=now)
-            if found[6] is not None:
-                existing = model_from_row(ExternalEffect, found[6:-1])
-                existing.run = known(Run, existing.run_id, run_id=found[-1])
         if row is None and existing is None:
             with self.atomic():
                 # Why not: under the run's lock, so the claim stays as read.
@@ -337,17 +308,81 @@ class EffectStore(BaseStore):
                         cursor.execute(insert, insert_params)
                         row = cursor.fetchone()
         if row is not None:
-            effect = ExternalEffect(id=row[0], run_id=row[1], **values)
-            effect._state.adding, effect._state.db = False, DEFAULT_DB_ALIAS
-            effect.run = known(Run, effect.run_id, run_id=run_id)
-            if approval is not None:
-                effect.approval = approval
-            return effect, True
+            return _inserted(row, values, run_id=run_id, approval=approval), True
         if existing is None:  # pragma: no cover - the key was just seen taken
             raise Conflict("The effect changed while recording; retry.", code="effect_contention")
         return self._same_request(
             existing, wanted, legacy_request_digest(tool_name, request)
         ), False
+
+    def _insert_sql(
+        self, values: dict[str, Any], *, run_id: str, worker: str | None, now: datetime
+    ) -> tuple[str, list[Any]]:
+        """The INSERT … SELECT of a new record, and its parameters.
+
+        One INSERT … SELECT finds the run and records the effect unless the
+        key is taken or another worker holds the run. A concurrent caller with
+        the same key makes it wait on the unique index until that caller's
+        transaction ends: committed, the INSERT does nothing and its record is
+        returned; rolled back, ours goes in. The run row is read FOR SHARE, so
+        a claim being taken makes the INSERT wait and see it, and a claim
+        taken after waits for this transaction.
+        """
+        names, selects, params = insert_from(ExternalEffect, values, expressions={"run_id": "r.id"})
+        claim_sql, claim_params = claim_condition(worker, now, alias="r")
+        insert = (
+            f"INSERT INTO {_EFFECTS} ({names}) SELECT {selects} FROM {_RUNS} r"
+            " WHERE r.tenant_id = %s AND r.run_id = %s AND r.content_fenced_at IS NULL"
+            f" AND {claim_sql} FOR SHARE OF r"
+            " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id, run_id"
+        )
+        return insert, [*params, self.tenant.pk, run_id, *claim_params]
+
+    def _insert_or_read(
+        self,
+        insert: str,
+        insert_params: list[Any],
+        *,
+        run_id: str,
+        key: str,
+        worker: str | None,
+        now: datetime,
+    ) -> tuple[tuple[Any, ...] | None, ExternalEffect | None]:
+        """The INSERT, and when it did nothing why: `(row, None)` it went in; `(None, record)`
+        the key's record; `(None, None)` what the statement's snapshot cannot settle.
+
+        When the INSERT did nothing, the same statement reads the run's fence
+        and claim and the record under the key (gated on that: OFFSET 0 keeps
+        each subquery whole, so `ins.id IS NULL` is a one-time filter). A
+        replay is then one round trip; only what its snapshot cannot settle
+        (an unknown run, a record committed while the INSERT waited on the
+        key) takes the transaction in `_record`.
+        """
+        recorded = (
+            f"WITH ins AS ({insert}) SELECT ins.id, ins.run_id, s.*, x.*"
+            " FROM (VALUES (1)) one (o) LEFT JOIN ins ON true"
+            " LEFT JOIN LATERAL (SELECT content_fenced_at, claimed_by, claim_until, version"
+            f" FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s AND ins.id IS NULL OFFSET 0)"
+            f" s ON true LEFT JOIN LATERAL (SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
+            f" JOIN {_RUNS} r ON r.id = e.run_id WHERE e.tenant_id = %s"
+            " AND e.idempotency_key = %s AND ins.id IS NULL OFFSET 0) x ON true"
+        )
+        with hot_cursor(alone=True) as cursor:
+            cursor.execute(
+                recorded,
+                [*insert_params, self.tenant.pk, run_id, self.tenant.pk, key],
+            )
+            found = cursor.fetchone()
+        if found[0] is not None:
+            return found[:2], None
+        existing = None
+        if found[5] is not None:  # the run, as the statement saw it
+            # A fence only goes on; a claim seen live was live at that instant.
+            self._refuse(run_id, found[2:6], worker=worker, now=now)
+            if found[6] is not None:
+                existing = model_from_row(ExternalEffect, found[6:-1])
+                existing.run = known(Run, existing.run_id, run_id=found[-1])
+        return None, existing
 
     def _approval_for_effect(self, run_id: str, approval_id: str) -> ApprovalRequest:
         """The run's approval an effect is recorded under, each row locked (the run first)."""
