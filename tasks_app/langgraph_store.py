@@ -64,6 +64,67 @@ THREAD_ID_MAX = Task._meta.get_field("thread_id").max_length
 _THREAD_OF = "COALESCE(thread_id, task_id)"
 
 
+# The statements of `list_checkpoints`, `put` and `put_writes` (see there).
+_LIST_CHECKPOINTS = (
+    "SELECT c.id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,"
+    " c.checkpoint, c.metadata, c.created_at,"
+    " (SELECT jsonb_agg(jsonb_build_object('channel', b.channel, 'version', v.value,"
+    " 'type', b.type, 'value', b.value, 'data', translate(encode(b.data, 'base64'),"
+    " E'\\n', '')) ORDER BY b.channel)"
+    " FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v"
+    f" JOIN {_BLOBS} b ON b.tenant_id = c.tenant_id AND b.task_id = c.task_id"
+    " AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value"
+    f" WHERE b.type <> '{EMPTY_TYPE}'),"
+    " (SELECT jsonb_agg(jsonb_build_object('task_id', w.graph_task_id,"
+    " 'task_path', w.graph_task_path, 'idx', w.idx, 'channel', w.channel,"
+    " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
+    " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
+    f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.task_id = c.task_id"
+    " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id),"
+    f" (SELECT {_THREAD_OF} FROM {_TASKS} t WHERE t.id = c.task_id)"
+    f" FROM {_CHECKPOINTS} c WHERE "
+)
+
+_PUT = (
+    f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
+    f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
+    " AND content_fenced_at IS NULL),"
+    f" b AS (INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
+    " type, value, data, size_bytes)"
+    " SELECT %s, t.id, %s, x.channel, (x.version::jsonb #>> '{}'), x.type, x.value::jsonb,"
+    " x.data, x.size FROM t, unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+    " %s::bytea[], %s::int[]) AS x(channel, version, type, value, data, size)"
+    " ON CONFLICT (tenant_id, task_id, checkpoint_ns, channel, version) DO NOTHING),"
+    f" c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+    " parent_checkpoint_id, checkpoint, metadata, run_id, size_bytes, created_at)"
+    " SELECT %s, t.id, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM t"
+    " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id) DO UPDATE SET"
+    " parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,"
+    " checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata,"
+    " run_id = EXCLUDED.run_id, size_bytes = EXCLUDED.size_bytes"
+    " RETURNING (xmax = 0))"
+    " SELECT c.* FROM c"
+)
+
+_PUT_WRITES = (
+    f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
+    f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
+    " AND content_fenced_at IS NULL),"
+    f" w AS (INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+    " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
+    " created_at)"
+    " SELECT %s, t.id, %s, %s, %s, %s, x.idx, x.channel, x.type, x.value::jsonb, x.data,"
+    " x.size, %s FROM t, unnest(%s::int[], %s::text[], %s::text[], %s::text[],"
+    " %s::bytea[], %s::int[]) AS x(idx, channel, type, value, data, size)"
+    " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id, graph_task_id, idx)"
+    " DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,"
+    " value = EXCLUDED.value, data = EXCLUDED.data, size_bytes = EXCLUDED.size_bytes,"
+    " graph_task_path = EXCLUDED.graph_task_path, created_at = EXCLUDED.created_at"
+    " WHERE EXCLUDED.idx < 0 RETURNING 1)"
+    " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM w)"
+)
+
+
 def task_id_for(thread_id: str) -> str:
     """The task id of a LangGraph thread: the thread id when it is a public id, else derived.
 
@@ -160,6 +221,75 @@ def _version_json(version: Any, field: str) -> str:
     return text
 
 
+def _checkpoint_tuple(row: tuple[Any, ...]) -> CheckpointTuple:
+    """A row of `_LIST_CHECKPOINTS`."""
+    return CheckpointTuple(
+        pk=row[0],
+        thread_id=row[9],
+        checkpoint_ns=row[1],
+        checkpoint_id=row[2],
+        parent_checkpoint_id=row[3],
+        checkpoint=_json(row[4]),
+        metadata=_json(row[5]),
+        created_at=row[6],
+        channel_values=_json(row[7]) or [],
+        pending_writes=_json(row[8]) or [],
+    )
+
+
+def _checked_checkpoint(checkpoint: Any, metadata: Any) -> tuple[str, str, str, str]:
+    """A checkpoint and its metadata, checked: (checkpoint id, its JSON, the metadata's
+    JSON, the run id the metadata names or "")."""
+    if not isinstance(checkpoint, dict):
+        raise _invalid("checkpoint", "must be a JSON object")
+    missing = sorted(CHECKPOINT_KEYS - set(checkpoint))
+    if missing:
+        raise _invalid("checkpoint", "missing " + ", ".join(missing))
+    if "channel_values" in checkpoint:
+        raise _invalid("checkpoint", "channel_values go in blobs, not in the checkpoint")
+    checkpoint_id = _text(checkpoint["id"], "checkpoint.id", max_length=ID_MAX)
+    for field in ("channel_versions", "versions_seen"):
+        if not isinstance(checkpoint[field], dict):
+            raise _invalid(f"checkpoint.{field}", "must be a JSON object")
+    body = storable_json(checkpoint, "checkpoint")
+    if not isinstance(metadata, dict):
+        raise _invalid("metadata", "must be a JSON object")
+    meta = storable_json(metadata, "metadata")
+    run_id = metadata.get("run_id")
+    run_id = run_id if isinstance(run_id, str) and len(run_id) <= ID_MAX else ""
+    return checkpoint_id, body, meta, run_id
+
+
+def _blob_columns(blobs: Sequence[Blob]) -> list[list[Any]]:
+    """The blobs, checked, as the columns `_PUT` unnests (channel, version, type, value,
+    data, size)."""
+    columns: list[list[Any]] = [[], [], [], [], [], []]
+    for n, blob in enumerate(blobs):
+        channel = _text(blob.channel, f"blobs[{n}].channel", max_length=CHANNEL_MAX)
+        version = _version_json(blob.version, f"blobs[{n}].version")
+        kind, text, data, size = blob.value.sql(f"blobs[{n}].value")
+        for column, value in zip(columns, (channel, version, kind, text, data, size), strict=True):
+            column.append(value)
+    return columns
+
+
+def _write_columns(writes: Sequence[Write]) -> list[list[Any]]:
+    """The writes, checked, one per index, as the columns `_PUT_WRITES` unnests (idx,
+    channel, type, value, data, size)."""
+    kept: dict[int, tuple[Any, ...]] = {}
+    for n, write in enumerate(writes):
+        if isinstance(write.idx, bool) or not isinstance(write.idx, int):
+            raise _invalid(f"writes[{n}].idx", "must be an integer")
+        channel = _text(write.channel, f"writes[{n}].channel", max_length=CHANNEL_MAX)
+        kind, text, data, size = write.value.sql(f"writes[{n}].value")
+        # One row per index, as in one statement: a special channel's last
+        # write wins (two resumes of one task, say), a regular index's first.
+        if write.idx < 0 or write.idx not in kept:
+            kept[write.idx] = (write.idx, channel, kind, text, data, size)
+    columns: list[list[Any]] = [list(column) for column in zip(*kept.values(), strict=True)]
+    return columns or [[], [], [], [], [], []]
+
+
 class GraphThreadStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def thread(self, thread_id: str) -> Task:
@@ -219,6 +349,38 @@ class GraphThreadStore(BaseStore):
         `thread_id` None searches every thread of the tenant (LangGraph's
         `list(None, filter=...)`).
         """
+        where, params = self._checkpoint_filters(
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            before=before,
+            metadata=metadata,
+            after_key=after_key,
+        )
+        sql = (
+            _LIST_CHECKPOINTS
+            + " AND ".join(where)
+            + " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s"
+        )
+        params.append(limit + 1)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        if not rows and thread_id is not None:
+            self.thread(thread_id)  # 404 for an unknown thread
+        return [_checkpoint_tuple(row) for row in rows[:limit]], len(rows) > limit
+
+    def _checkpoint_filters(
+        self,
+        *,
+        thread_id: str | None,
+        checkpoint_ns: str | None,
+        checkpoint_id: str | None,
+        before: str | None,
+        metadata: dict[str, Any] | None,
+        after_key: tuple[str, int] | None,
+    ) -> tuple[list[str], list[Any]]:
+        """The WHERE conditions of `list_checkpoints` and their parameters."""
         where = ["c.tenant_id = %s"]
         params: list[Any] = [self.tenant.pk]
         if thread_id is not None:
@@ -242,48 +404,7 @@ class GraphThreadStore(BaseStore):
         if after_key is not None:
             where.append("(c.checkpoint_id, c.id) < (%s, %s)")
             params.extend(after_key)
-        sql = (
-            "SELECT c.id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,"
-            " c.checkpoint, c.metadata, c.created_at,"
-            " (SELECT jsonb_agg(jsonb_build_object('channel', b.channel, 'version', v.value,"
-            " 'type', b.type, 'value', b.value, 'data', translate(encode(b.data, 'base64'),"
-            " E'\\n', '')) ORDER BY b.channel)"
-            " FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v"
-            f" JOIN {_BLOBS} b ON b.tenant_id = c.tenant_id AND b.task_id = c.task_id"
-            " AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value"
-            f" WHERE b.type <> '{EMPTY_TYPE}'),"
-            " (SELECT jsonb_agg(jsonb_build_object('task_id', w.graph_task_id,"
-            " 'task_path', w.graph_task_path, 'idx', w.idx, 'channel', w.channel,"
-            " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
-            " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
-            f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.task_id = c.task_id"
-            " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id),"
-            f" (SELECT {_THREAD_OF} FROM {_TASKS} t WHERE t.id = c.task_id)"
-            f" FROM {_CHECKPOINTS} c WHERE {' AND '.join(where)}"
-            " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s"
-        )
-        params.append(limit + 1)
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        if not rows and thread_id is not None:
-            self.thread(thread_id)  # 404 for an unknown thread
-        tuples = [
-            CheckpointTuple(
-                pk=row[0],
-                thread_id=row[9],
-                checkpoint_ns=row[1],
-                checkpoint_id=row[2],
-                parent_checkpoint_id=row[3],
-                checkpoint=_json(row[4]),
-                metadata=_json(row[5]),
-                created_at=row[6],
-                channel_values=_json(row[7]) or [],
-                pending_writes=_json(row[8]) or [],
-            )
-            for row in rows[:limit]
-        ]
-        return tuples, len(rows) > limit
+        return where, params
 
     def history(
         self, task: Task, *, cursor: int | None = None, limit: int = 50
@@ -343,53 +464,9 @@ class GraphThreadStore(BaseStore):
         parent = _text(
             parent_checkpoint_id or "", "parent_checkpoint_id", max_length=ID_MAX, allow_blank=True
         )
-        if not isinstance(checkpoint, dict):
-            raise _invalid("checkpoint", "must be a JSON object")
-        missing = sorted(CHECKPOINT_KEYS - set(checkpoint))
-        if missing:
-            raise _invalid("checkpoint", "missing " + ", ".join(missing))
-        if "channel_values" in checkpoint:
-            raise _invalid("checkpoint", "channel_values go in blobs, not in the checkpoint")
-        checkpoint_id = _text(checkpoint["id"], "checkpoint.id", max_length=ID_MAX)
-        for field in ("channel_versions", "versions_seen"):
-            if not isinstance(checkpoint[field], dict):
-                raise _invalid(f"checkpoint.{field}", "must be a JSON object")
-        body = storable_json(checkpoint, "checkpoint")
-        if not isinstance(metadata, dict):
-            raise _invalid("metadata", "must be a JSON object")
-        meta = storable_json(metadata, "metadata")
-        run_id = metadata.get("run_id")
-        run_id = run_id if isinstance(run_id, str) and len(run_id) <= ID_MAX else ""
-        columns: list[list[Any]] = [[], [], [], [], [], []]
-        for n, blob in enumerate(blobs):
-            channel = _text(blob.channel, f"blobs[{n}].channel", max_length=CHANNEL_MAX)
-            version = _version_json(blob.version, f"blobs[{n}].version")
-            kind, text, data, size = blob.value.sql(f"blobs[{n}].value")
-            for column, value in zip(
-                columns, (channel, version, kind, text, data, size), strict=True
-            ):
-                column.append(value)
+        checkpoint_id, body, meta, run_id = _checked_checkpoint(checkpoint, metadata)
+        columns = _blob_columns(blobs)
         now = self.now()
-        sql = (
-            f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-            f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
-            " AND content_fenced_at IS NULL),"
-            f" b AS (INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
-            " type, value, data, size_bytes)"
-            " SELECT %s, t.id, %s, x.channel, (x.version::jsonb #>> '{}'), x.type, x.value::jsonb,"
-            " x.data, x.size FROM t, unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
-            " %s::bytea[], %s::int[]) AS x(channel, version, type, value, data, size)"
-            " ON CONFLICT (tenant_id, task_id, checkpoint_ns, channel, version) DO NOTHING),"
-            f" c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
-            " parent_checkpoint_id, checkpoint, metadata, run_id, size_bytes, created_at)"
-            " SELECT %s, t.id, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM t"
-            " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id) DO UPDATE SET"
-            " parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,"
-            " checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata,"
-            " run_id = EXCLUDED.run_id, size_bytes = EXCLUDED.size_bytes"
-            " RETURNING (xmax = 0))"
-            " SELECT c.* FROM c"
-        )
         size = len(body.encode()) + len(meta.encode()) + sum(columns[5])
         params = [
             self.tenant.pk,
@@ -411,7 +488,7 @@ class GraphThreadStore(BaseStore):
         ]
         for _attempt in range(2):
             with hot_cursor() as cursor:
-                cursor.execute(sql, params)
+                cursor.execute(_PUT, params)
                 row = cursor.fetchone()
             if row is not None:
                 return bool(row[0])
@@ -442,35 +519,7 @@ class GraphThreadStore(BaseStore):
         graph_task_path = _text(
             graph_task_path, "graph_task_path", max_length=TASK_PATH_MAX, allow_blank=True
         )
-        kept: dict[int, tuple[Any, ...]] = {}
-        for n, write in enumerate(writes):
-            if isinstance(write.idx, bool) or not isinstance(write.idx, int):
-                raise _invalid(f"writes[{n}].idx", "must be an integer")
-            channel = _text(write.channel, f"writes[{n}].channel", max_length=CHANNEL_MAX)
-            kind, text, data, size = write.value.sql(f"writes[{n}].value")
-            # One row per index, as in one statement: a special channel's last
-            # write wins (two resumes of one task, say), a regular index's first.
-            if write.idx < 0 or write.idx not in kept:
-                kept[write.idx] = (write.idx, channel, kind, text, data, size)
-        columns: list[list[Any]] = [list(column) for column in zip(*kept.values(), strict=True)]
-        columns = columns or [[], [], [], [], [], []]
-        sql = (
-            f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-            f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
-            " AND content_fenced_at IS NULL),"
-            f" w AS (INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
-            " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
-            " created_at)"
-            " SELECT %s, t.id, %s, %s, %s, %s, x.idx, x.channel, x.type, x.value::jsonb, x.data,"
-            " x.size, %s FROM t, unnest(%s::int[], %s::text[], %s::text[], %s::text[],"
-            " %s::bytea[], %s::int[]) AS x(idx, channel, type, value, data, size)"
-            " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id, graph_task_id, idx)"
-            " DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,"
-            " value = EXCLUDED.value, data = EXCLUDED.data, size_bytes = EXCLUDED.size_bytes,"
-            " graph_task_path = EXCLUDED.graph_task_path, created_at = EXCLUDED.created_at"
-            " WHERE EXCLUDED.idx < 0 RETURNING 1)"
-            " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM w)"
-        )
+        columns = _write_columns(writes)
         params = [
             self.tenant.pk,
             task_id_for(thread_id),
@@ -486,7 +535,7 @@ class GraphThreadStore(BaseStore):
         ]
         for _attempt in range(2):
             with hot_cursor() as cursor:
-                cursor.execute(sql, params)
+                cursor.execute(_PUT_WRITES, params)
                 found, written = cursor.fetchone()
             if found:
                 return written

@@ -158,6 +158,20 @@ def _string_list(
     return list(value)
 
 
+def _checkpoint_body(schema_version: int, state: dict, node_id: str) -> str:
+    """A checkpoint's checked input: its state as the canonical JSON it is stored as."""
+    if isinstance(schema_version, bool) or not isinstance(schema_version, int):
+        raise _invalid("schema_version", "must be an integer")
+    if schema_version < 1:
+        raise _invalid("schema_version", "must be at least 1")
+    body = storable_json(state, "state")
+    if not isinstance(state, dict):
+        raise _invalid("state", "must be a JSON object")
+    if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
+        raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
+    return body
+
+
 class TaskStateStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def load(self, task_id: str) -> Task:
@@ -361,18 +375,57 @@ class TaskStateStore(BaseStore):
         row is inserted in the same statement. The state is
         serialized once: its canonical JSON is both the stored body and its size.
         """
-        if isinstance(schema_version, bool) or not isinstance(schema_version, int):
-            raise _invalid("schema_version", "must be an integer")
-        if schema_version < 1:
-            raise _invalid("schema_version", "must be at least 1")
-        body = storable_json(state, "state")
-        if not isinstance(state, dict):
-            raise _invalid("state", "must be a JSON object")
-        if not isinstance(node_id, str) or len(node_id) > NODE_ID_MAX:
-            raise _invalid("node_id", f"must be a string of at most {NODE_ID_MAX} characters")
+        body = _checkpoint_body(schema_version, state, node_id)
         checkpoint_id = new_public_id("ckpt")
         size_bytes = len(body.encode())
         created_at = self.now()
+        row = self._insert_checkpoint(
+            task_id=task_id,
+            checkpoint_id=checkpoint_id,
+            schema_version=schema_version,
+            node_id=node_id,
+            body=body,
+            size_bytes=size_bytes,
+            created_at=created_at,
+        )
+        if row is None:
+            raise self._why_no_checkpoint(task_id)
+        task_pk, seq, pk = row
+        # The saved row, as the ORM would read it back (the state as given: it is plain
+        # JSON data, so it reads back equal), with its tenant and task known.
+        checkpoint = from_values(
+            TaskCheckpoint,
+            {
+                "id": pk,
+                "tenant_id": self.tenant.pk,
+                "task_id": task_pk,
+                "checkpoint_id": checkpoint_id,
+                "seq": seq,
+                "schema_version": schema_version,
+                "node_id": node_id,
+                "state": state,
+                "size_bytes": size_bytes,
+                "created_at": created_at,
+                "body_deleted_at": None,
+            },
+        )
+        _CHECKPOINT_TENANT.set_cached_value(checkpoint, self.tenant)
+        checkpoint.task = from_values(Task, {"id": task_pk, "task_id": task_id})
+        return checkpoint
+
+    def _insert_checkpoint(
+        self,
+        *,
+        task_id: str,
+        checkpoint_id: str,
+        schema_version: int,
+        node_id: str,
+        body: str,
+        size_bytes: int,
+        created_at: datetime,
+    ) -> tuple[int, int, int] | None:
+        """One statement: the task's next seq and the checkpoint row; `(task pk, seq, pk)`,
+        None when the task is unknown, finished or fenced (nothing written)."""
         claim = (
             f"UPDATE {_TASKS} SET last_checkpoint_seq = last_checkpoint_seq + 1,"
             " latest_checkpoint_id = %s, schema_version = %s, updated_at = %s"
@@ -404,39 +457,19 @@ class TaskStateStore(BaseStore):
                     created_at,
                 ],
             )
-            row = cursor.fetchone()
-        if row is None:
-            with self.reading():
-                task = self.load(task_id)  # 404 for an unknown task
-            if task.content_fenced_at is not None:
-                raise ContentDeleted("task", task_id=task_id)
-            raise Conflict(
-                f"The task is {task.status}; it takes no more checkpoints.",
-                code="invalid_transition",
-                details={"status": task.status},
-            )
-        task_pk, seq, pk = row
-        # The saved row, as the ORM would read it back (the state as given: it is plain
-        # JSON data, so it reads back equal), with its tenant and task known.
-        checkpoint = from_values(
-            TaskCheckpoint,
-            {
-                "id": pk,
-                "tenant_id": self.tenant.pk,
-                "task_id": task_pk,
-                "checkpoint_id": checkpoint_id,
-                "seq": seq,
-                "schema_version": schema_version,
-                "node_id": node_id,
-                "state": state,
-                "size_bytes": size_bytes,
-                "created_at": created_at,
-                "body_deleted_at": None,
-            },
+            return cursor.fetchone()
+
+    def _why_no_checkpoint(self, task_id: str) -> Exception:
+        """Why a checkpoint was refused: 404 unknown task, 409 fenced or finished."""
+        with self.reading():
+            task = self.load(task_id)  # 404 for an unknown task
+        if task.content_fenced_at is not None:
+            return ContentDeleted("task", task_id=task_id)
+        return Conflict(
+            f"The task is {task.status}; it takes no more checkpoints.",
+            code="invalid_transition",
+            details={"status": task.status},
         )
-        _CHECKPOINT_TENANT.set_cached_value(checkpoint, self.tenant)
-        checkpoint.task = from_values(Task, {"id": task_pk, "task_id": task_id})
-        return checkpoint
 
     # --- lifecycle: the fence, content ----------------------------------------
     CONTENT = CONTENT
