@@ -76,7 +76,7 @@ class Run(TenantOwned):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     # The runtime token that created the run: whose webhook hears when a person
-    # cancels, suspends or resumes it (runs_app.webhooks).
+    # cancels, suspends or resumes it (runs_app.tasks, runs_app.webhooks).
     created_by_token = models.ForeignKey(
         "tenancy_app.RuntimeToken",
         null=True,
