@@ -79,6 +79,28 @@ def check_reason(reason: Any, missing: str) -> str:
     return reason
 
 
+def _checked_classes(classes: list[str] | None) -> list[str]:
+    """The content classes a deletion asks for, in deletion order; 422 when unknown or none."""
+    names = list(CLASS_NAMES if classes is None else classes)
+    if not names or any(name not in CLASS_NAMES for name in names):
+        raise Unprocessable(
+            "Unknown content classes.",
+            details={"classes": [f"choose from {list(CLASS_NAMES)}"]},
+        )
+    return [name for name in CLASS_NAMES if name in names]
+
+
+def _legal_hold_refusal(hold: str, deletion: Deletion) -> Conflict:
+    """The 409 for a request refused under a legal hold; its receipt and audit event stay."""
+    refusal = Conflict(
+        f"The {hold} is under legal hold; nothing was deleted.",
+        code="legal_hold",
+        details={"legal_hold": hold, "deletion_id": deletion.deletion_id},
+    )
+    refusal.keep_changes = True  # the refused receipt and its audit event stay
+    return refusal
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
@@ -304,81 +326,98 @@ class DeletionStore(BaseStore):
         `legal_hold` (the refusal is recorded as a receipt with status
         `refused` and audited, and kept).
         """
-        names = list(CLASS_NAMES if classes is None else classes)
-        if not names or any(name not in CLASS_NAMES for name in names):
-            raise Unprocessable(
-                "Unknown content classes.",
-                details={"classes": [f"choose from {list(CLASS_NAMES)}"]},
-            )
-        names = [name for name in CLASS_NAMES if name in names]
+        names = _checked_classes(classes)
         reason = check_reason(reason, "Say why the content is deleted.")
         with transaction.atomic():
             session = self.owners.sessions.lock_session(session_id)
-            if not session.is_terminal:
-                raise Conflict(
-                    "Close or expire the session before deleting its content.",
-                    code="session_not_ended",
-                    details={"status": session.status},
-                )
-            hold = self.legal_hold(session)
-            if hold is None and (running := self.open_for(session.pk)) is not None:
-                raise Conflict(
-                    "A deletion of this session's content is already running.",
-                    code="deletion_running",
-                    details={"deletion_id": running.deletion_id},
-                )
-            now = self.now()
-            if hold is None:
-                # Nothing may wait on content that goes, and nothing may add to it.
-                self.endings.settle(session)
-                scope = resolve(self.owners, session)
-                self.owners.sessions.fence_content(session)
-                self.owners.runs.fence_content(scope.containers("run"))
-                self.owners.tasks.fence_content(scope.containers("task"))
-                planned = content_left(self.owners, scope, names)
-            else:
-                planned = dict.fromkeys(names, 0)
-            deletion = Deletion.objects.create(
-                tenant=self.tenant,
-                deletion_id=new_public_id("del"),
-                session=session,
-                erasure=erasure,
-                status=DeletionStatus.REFUSED if hold else DeletionStatus.QUEUED,
-                requested_by=self.actor.label,
-                requested_by_id=self.actor.id if self.actor.kind == "user" else "",
+            hold = self._check_deletable(session)
+            planned = dict.fromkeys(names, 0) if hold else self._fence(session, names)
+            deletion = self._record_request(
+                session,
+                names=names,
+                planned=planned,
+                hold=hold,
                 reason=reason,
                 policy=policy,
-                planned=planned,
-                counts=dict.fromkeys(names, 0),
-                error=f"legal hold on the {hold}" if hold else "",
-                created_at=now,
-                heartbeat_at=now,
-                finished_at=now if hold else None,
+                erasure=erasure,
             )
-            after = {"deletion_id": deletion.deletion_id, "policy": policy, "planned": planned}
-            if erasure is not None:
-                after["erasure_id"] = erasure.erasure_id
-            if hold:
-                self._audit_session(
-                    "session.content_deletion_refused",
-                    session,
-                    after={**after, "legal_hold": hold},
-                    reason=reason,
-                )
-            else:
-                self._audit_session(
-                    "session.content_deletion_requested", session, after=after, reason=reason
-                )
-                if enqueue:
-                    enqueue_job(self.tenant, deletion.deletion_id)
+            if not hold and enqueue:
+                enqueue_job(self.tenant, deletion.deletion_id)
         if hold:
-            refusal = Conflict(
-                f"The {hold} is under legal hold; nothing was deleted.",
-                code="legal_hold",
-                details={"legal_hold": hold, "deletion_id": deletion.deletion_id},
+            raise _legal_hold_refusal(hold, deletion)
+        return deletion
+
+    def _check_deletable(self, session) -> str | None:
+        """The legal hold on the locked session, if any; 409 unless its content may go."""
+        if not session.is_terminal:
+            raise Conflict(
+                "Close or expire the session before deleting its content.",
+                code="session_not_ended",
+                details={"status": session.status},
             )
-            refusal.keep_changes = True  # the refused receipt and its audit event stay
-            raise refusal
+        hold = self.legal_hold(session)
+        if hold is None and (running := self.open_for(session.pk)) is not None:
+            raise Conflict(
+                "A deletion of this session's content is already running.",
+                code="deletion_running",
+                details={"deletion_id": running.deletion_id},
+            )
+        return hold
+
+    def _fence(self, session, names: list[str]) -> dict[str, int]:
+        """Settle and fence the session, its runs and their tasks; the rows planned per class."""
+        # Nothing may wait on content that goes, and nothing may add to it.
+        self.endings.settle(session)
+        scope = resolve(self.owners, session)
+        self.owners.sessions.fence_content(session)
+        self.owners.runs.fence_content(scope.containers("run"))
+        self.owners.tasks.fence_content(scope.containers("task"))
+        return content_left(self.owners, scope, names)
+
+    def _record_request(
+        self,
+        session,
+        *,
+        names: list[str],
+        planned: dict[str, int],
+        hold: str | None,
+        reason: str,
+        policy: str,
+        erasure: Erasure | None,
+    ) -> Deletion:
+        """The job's receipt (queued, or refused under a legal hold) and its audit event."""
+        now = self.now()
+        deletion = Deletion.objects.create(
+            tenant=self.tenant,
+            deletion_id=new_public_id("del"),
+            session=session,
+            erasure=erasure,
+            status=DeletionStatus.REFUSED if hold else DeletionStatus.QUEUED,
+            requested_by=self.actor.label,
+            requested_by_id=self.actor.id if self.actor.kind == "user" else "",
+            reason=reason,
+            policy=policy,
+            planned=planned,
+            counts=dict.fromkeys(names, 0),
+            error=f"legal hold on the {hold}" if hold else "",
+            created_at=now,
+            heartbeat_at=now,
+            finished_at=now if hold else None,
+        )
+        after = {"deletion_id": deletion.deletion_id, "policy": policy, "planned": planned}
+        if erasure is not None:
+            after["erasure_id"] = erasure.erasure_id
+        if hold:
+            self._audit_session(
+                "session.content_deletion_refused",
+                session,
+                after={**after, "legal_hold": hold},
+                reason=reason,
+            )
+        else:
+            self._audit_session(
+                "session.content_deletion_requested", session, after=after, reason=reason
+            )
         return deletion
 
     def _audit_session(self, action: str, session, **kw) -> None:
@@ -456,20 +495,7 @@ class DeletionStore(BaseStore):
         session = deletion.session
         hold = self.legal_hold(session)
         if hold:
-            deletion.status = DeletionStatus.REFUSED
-            deletion.error = f"legal hold on the {hold}"
-            deletion.finished_at = now
-            deletion.save(update_fields=[*fields, "error", "finished_at"])
-            self._audit_session(
-                "session.content_deletion_refused",
-                session,
-                after={
-                    "deletion_id": deletion.deletion_id,
-                    "legal_hold": hold,
-                    "counts": deletion.counts,
-                },
-                reason=deletion.reason,
-            )
+            self._refuse_held(deletion, hold, fields=fields, now=now)
             return True
 
         names = list(deletion.planned)
@@ -488,17 +514,49 @@ class DeletionStore(BaseStore):
             deletion.save(update_fields=fields)
             return False
 
-        # Nothing of the job's classes is left: close the receipt.
+        self._close_receipt(deletion, sweep, left, fields=fields, now=now)
+        return True
+
+    def _refuse_held(
+        self, deletion: Deletion, hold: str, *, fields: list[str], now: datetime
+    ) -> None:
+        """A legal hold came on while the job ran: it stops as refused, audited."""
+        deletion.status = DeletionStatus.REFUSED
+        deletion.error = f"legal hold on the {hold}"
+        deletion.finished_at = now
+        deletion.save(update_fields=[*fields, "error", "finished_at"])
+        self._audit_session(
+            "session.content_deletion_refused",
+            deletion.session,
+            after={
+                "deletion_id": deletion.deletion_id,
+                "legal_hold": hold,
+                "counts": deletion.counts,
+            },
+            reason=deletion.reason,
+        )
+
+    def _close_receipt(
+        self,
+        deletion: Deletion,
+        sweep: _Sweep,
+        left: dict[str, int] | None,
+        *,
+        fields: list[str],
+        now: datetime,
+    ) -> None:
+        """Nothing of the job's classes is left: the job is done, the session's content deleted
+        when none of any class is left, audited with the counts."""
         deletion.status = DeletionStatus.DONE
         deletion.finished_at = now
         deletion.save(update_fields=[*fields, "finished_at"])
         if left is None:
             left = content_left(self.owners, sweep.scope, list(CLASS_NAMES), sweep.cursor)
         if not any(left.values()):
-            self.owners.sessions.mark_content_deleted(session, now=now)
+            self.owners.sessions.mark_content_deleted(deletion.session, now=now)
         self._audit_session(
             "session.content_deleted",
-            session,
+            deletion.session,
             after={
                 "deletion_id": deletion.deletion_id,
                 "policy": deletion.policy,
@@ -506,7 +564,6 @@ class DeletionStore(BaseStore):
             },
             reason=deletion.reason,
         )
-        return True
 
     def fail(self, *, deletion_id: str, error: str) -> Deletion:
         """Give up on a job (the worker exhausted its retries); audited. Rows removed stay removed."""

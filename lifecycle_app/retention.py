@@ -181,15 +181,6 @@ def preview(
     now = now or timezone.now()
     actor = Actor.system("retention preview")
     sessions = SessionStore(tenant, actor)
-
-    def sample(queryset: QuerySet, field_name: str) -> dict:
-        return {
-            "count": queryset.count(),
-            "sample": list(
-                queryset.order_by("pk").values_list(field_name, flat=True)[:sample_size]
-            ),
-        }
-
     policy = policy if policy is not None else policy_for(tenant)
     tenant_held = bool(
         Tenant.objects.filter(pk=tenant.pk).values_list("legal_hold", flat=True).first()
@@ -197,32 +188,11 @@ def preview(
     groups: dict[str, dict] = {}
     any_due = Q(pk__in=[])
     if policy is not None and not tenant_held:
-        for policy_field, name in RETENTION_GROUPS:
-            days = getattr(policy, policy_field)
-            if days is None:
-                continue
-            due = due_sessions(tenant, policy, policy_field, now=now)
-            any_due |= Q(pk__in=due.values("pk"))
-            groups[name] = {
-                "policy": f"{name}={days}",
-                "days": days,
-                "classes": classes_of(policy_field),
-                "sessions": due.count(),
-                "sample": list(
-                    due.order_by("pk").values_list("session_id", flat=True)[:sample_size]
-                ),
-            }
+        groups, any_due = _due_groups(tenant, policy, now=now, sample_size=sample_size)
     all_due = sessions.list_sessions().filter(any_due)
-    overdue_approvals = ApprovalStore(tenant, actor).unswept(now=now)
-    overdue_runs = RunStateStore(tenant, actor).list_runs().filter(deadline_at__lt=now)
-    overdue_runs = overdue_runs.exclude(status__in=["succeeded", "failed", "cancelled"])
     return {
         "now": now,
-        "sweep": {
-            "sessions_to_expire": sample(sessions.overdue(now=now), "session_id"),
-            "approvals_to_expire": sample(overdue_approvals, "approval_id"),
-            "runs_to_fail": sample(overdue_runs, "run_id"),
-        },
+        "sweep": _sweep_preview(tenant, actor, sessions, now=now, sample_size=sample_size),
         "retention": {
             "configured": policy is not None,
             "tenant_legal_hold": tenant_held,
@@ -235,4 +205,48 @@ def preview(
                 else []
             ),
         },
+    }
+
+
+def _sample(queryset: QuerySet, field_name: str, sample_size: int) -> dict:
+    """How many rows, and the first public ids of them."""
+    return {
+        "count": queryset.count(),
+        "sample": list(queryset.order_by("pk").values_list(field_name, flat=True)[:sample_size]),
+    }
+
+
+def _due_groups(
+    tenant: Tenant, policy: RetentionPolicy, *, now: datetime, sample_size: int
+) -> tuple[dict[str, dict], Q]:
+    """Per retention group the policy sets: the sessions due; and a filter for all of them."""
+    groups: dict[str, dict] = {}
+    any_due = Q(pk__in=[])
+    for policy_field, name in RETENTION_GROUPS:
+        days = getattr(policy, policy_field)
+        if days is None:
+            continue
+        due = due_sessions(tenant, policy, policy_field, now=now)
+        any_due |= Q(pk__in=due.values("pk"))
+        groups[name] = {
+            "policy": f"{name}={days}",
+            "days": days,
+            "classes": classes_of(policy_field),
+            "sessions": due.count(),
+            "sample": list(due.order_by("pk").values_list("session_id", flat=True)[:sample_size]),
+        }
+    return groups, any_due
+
+
+def _sweep_preview(
+    tenant: Tenant, actor: Actor, sessions: SessionStore, *, now: datetime, sample_size: int
+) -> dict[str, dict]:
+    """What the next sweeps would expire or fail: sessions, approvals, runs."""
+    overdue_approvals = ApprovalStore(tenant, actor).unswept(now=now)
+    overdue_runs = RunStateStore(tenant, actor).list_runs().filter(deadline_at__lt=now)
+    overdue_runs = overdue_runs.exclude(status__in=["succeeded", "failed", "cancelled"])
+    return {
+        "sessions_to_expire": _sample(sessions.overdue(now=now), "session_id", sample_size),
+        "approvals_to_expire": _sample(overdue_approvals, "approval_id", sample_size),
+        "runs_to_fail": _sample(overdue_runs, "run_id", sample_size),
     }

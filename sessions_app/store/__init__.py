@@ -4,7 +4,7 @@ One store, built for one tenant and one actor like every store, written in
 parts by concern:
 
 - `reads`: one session, pages of sessions, attachments, items by seq;
-- `lifecycle`: create, attach, detach, heartbeat, idle (seed 004), and the
+- `transitions`: create, attach, detach, heartbeat, idle (seed 004), and the
   audited ends: close, expire, the lease sweep, legal hold;
 - `appends`: the hot path, items appended with gap-free, commit-ordered seqs;
 - `content`: the content it declares, and the fence and redaction the
@@ -29,8 +29,8 @@ from ..models import TERMINAL_SESSION_STATUSES
 from .appends import AppendResult, SessionAppends
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SESSION_TRANSITIONS, SessionRefusal
 from .content import CONTENT, SESSION_ITEMS, SESSION_METADATA, SessionContent
-from .lifecycle import SessionLifecycle
 from .reads import HIGHLIGHT_START, HIGHLIGHT_STOP, ItemHit, SessionReads, StoredItem
+from .transitions import SessionTransitions
 from .validation import (
     DEFAULT_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -45,8 +45,8 @@ from .validation import (
 )
 
 
-class SessionStore(SessionReads, SessionLifecycle, SessionAppends, SessionContent):
-    """The session domain's store: its reads, its lifecycle, its appends and its content."""
+class SessionStore(SessionReads, SessionTransitions, SessionAppends, SessionContent):
+    """The session domain's store: its reads, its transitions, its appends and its content."""
 
 
 __all__ = [

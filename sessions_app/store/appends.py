@@ -146,19 +146,41 @@ class SessionAppends(SessionStoreBase):
         """
         count = len(rows)
         claim, params = self._claim_sql(session_id, count, run_id, now, worker)
-        if idempotency_key is not None:
-            recorded = (
-                f"INSERT INTO {_APPENDS} (tenant_id, session_id, idempotency_key, request_digest,"
-                " first_seq, last_seq, created_at)"
-                " SELECT %s, c.id, %s, %s, c.last_seq + 1, c.last_seq + %s, %s FROM c"
-                " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING"
-                " RETURNING session_id AS id, last_seq"
-            )
-            params += [self.tenant.pk, idempotency_key, digest, count, now]
-        else:
-            recorded = "SELECT c.id, c.last_seq + %s AS last_seq FROM c"
-            params.append(count)
-        params += [
+        recorded, recorded_params = self._record_key_sql(idempotency_key, digest, count, now)
+        params += recorded_params
+        params += self._write_params(rows, run_id, now)
+        with hot_cursor(alone=True) as cursor:
+            cursor.execute(_append_statement(claim, recorded), params)
+            last_seq, writable = cursor.fetchone()
+        if last_seq is not None:
+            return AppendResult(last_seq - count + 1, last_seq, created=True)
+        if not writable:
+            return None
+        with self.reading():
+            previous = self._previous_append(session_id, idempotency_key)
+        if previous is None:  # pragma: no cover - the key's row was just seen
+            raise Conflict("The session changed while appending; retry.", code="append_contention")
+        return _replay(previous, digest)
+
+    def _record_key_sql(
+        self, idempotency_key: str | None, digest: str, count: int, now: datetime
+    ) -> tuple[str, list[Any]]:
+        """`k`: the idempotency key recorded with the seqs it claims (no key: the seqs alone)."""
+        if idempotency_key is None:
+            return "SELECT c.id, c.last_seq + %s AS last_seq FROM c", [count]
+        sql = (
+            f"INSERT INTO {_APPENDS} (tenant_id, session_id, idempotency_key, request_digest,"
+            " first_seq, last_seq, created_at)"
+            " SELECT %s, c.id, %s, %s, c.last_seq + 1, c.last_seq + %s, %s FROM c"
+            " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING"
+            " RETURNING session_id AS id, last_seq"
+        )
+        return sql, [self.tenant.pk, idempotency_key, digest, count, now]
+
+    def _write_params(self, rows: list[dict[str, Any]], run_id: str, now: datetime) -> list[Any]:
+        """The parameters of `s` (the session's seq and lease) and `i` (the items), in order."""
+        count = len(rows)
+        return [
             count,
             now,
             SessionStatus.ACTIVE.value,
@@ -172,31 +194,6 @@ class SessionAppends(SessionStoreBase):
             [row["item_type"] for row in rows],
             [json.dumps(row["payload"]) for row in rows],
         ]
-        statement = (
-            f"WITH c AS ({claim}), k AS ({recorded}),"
-            f" s AS (UPDATE {_SESSIONS} SET last_seq = {_SESSIONS}.last_seq + %s, last_active_at = %s,"
-            " status = %s, lease_until = %s + lease_seconds * interval '1 second'"
-            f" FROM k WHERE {_SESSIONS}.id = k.id AND {_SESSIONS}.tenant_id = %s"
-            " RETURNING k.last_seq),"
-            f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"
-            " run_id, created_at)"
-            " SELECT %s, k.id, k.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
-            " FROM k, unnest(%s::text[], %s::text[], %s::text[])"
-            " WITH ORDINALITY AS u(role, item_type, payload, ord))"
-            " SELECT (SELECT last_seq FROM s), EXISTS (SELECT 1 FROM c)"
-        )
-        with hot_cursor(alone=True) as cursor:
-            cursor.execute(statement, params)
-            last_seq, writable = cursor.fetchone()
-        if last_seq is not None:
-            return AppendResult(last_seq - count + 1, last_seq, created=True)
-        if not writable:
-            return None
-        with self.reading():
-            previous = self._previous_append(session_id, idempotency_key)
-        if previous is None:  # pragma: no cover - the key's row was just seen
-            raise Conflict("The session changed while appending; retry.", code="append_contention")
-        return _replay(previous, digest)
 
     def _previous_append(self, session_id: str, idempotency_key: str | None) -> ItemAppend | None:
         if idempotency_key is None:
@@ -278,6 +275,23 @@ class SessionAppends(SessionStoreBase):
             self._open_attachments_query().filter(session=session, run_id=run_id).exists()
             or Run.objects.filter(tenant=self.tenant, run_id=run_id, session=session).exists()
         )
+
+
+def _append_statement(claim: str, recorded: str) -> str:
+    """The append: `c` (claim), `k` (key), `s` (session), `i` (items); (last_seq, writable)."""
+    return (
+        f"WITH c AS ({claim}), k AS ({recorded}),"
+        f" s AS (UPDATE {_SESSIONS} SET last_seq = {_SESSIONS}.last_seq + %s, last_active_at = %s,"
+        " status = %s, lease_until = %s + lease_seconds * interval '1 second'"
+        f" FROM k WHERE {_SESSIONS}.id = k.id AND {_SESSIONS}.tenant_id = %s"
+        " RETURNING k.last_seq),"
+        f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"
+        " run_id, created_at)"
+        " SELECT %s, k.id, k.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
+        " FROM k, unnest(%s::text[], %s::text[], %s::text[])"
+        " WITH ORDINALITY AS u(role, item_type, payload, ord))"
+        " SELECT (SELECT last_seq FROM s), EXISTS (SELECT 1 FROM c)"
+    )
 
 
 def _request_digest(rows: list[dict[str, Any]], run_id: str) -> str:

@@ -225,51 +225,65 @@ class SessionReads(SessionStoreBase):
         """
         if not query.strip():
             return [], False
-        tenant = self.tenant.pk
-        # -id: the order of the index item_tenant_newest (migration 0006).
-        before = "" if before_id is None else " AND -i.id > -%s::bigint"
         with scope_tenant_block(), hot_cursor() as cursor:
-            # The window, newest first, streamed: it stops at the page's hits. Its hits,
-            # and its last item (rn = SEARCH_WINDOW) where the window ends before the
-            # tenant's items do.
-            cursor.execute(
-                "SELECT set_config('app.item_search', w.q::text, true), w.id, w.hit, w.rn"
-                " FROM (SELECT i.id, -i.id AS newest, i.search @@ t.q AS hit, t.q,"
-                " row_number() OVER (ORDER BY -i.id) AS rn"
-                " FROM (SELECT (SELECT websearch_to_tsquery('english', %s)) AS q) t,"
-                f" {_ITEMS} i WHERE i.tenant_id = %s{before}"
-                " ORDER BY -i.id LIMIT %s) w"
-                " WHERE w.hit OR w.rn = %s ORDER BY w.newest LIMIT %s",
-                [
-                    query,
-                    tenant,
-                    *([] if before_id is None else [before_id]),
-                    SEARCH_WINDOW,
-                    SEARCH_WINDOW,
-                    limit + 2,
-                ],
-            )
-            rows = cursor.fetchall()
-            ids = [row[1] for row in rows if row[2]][: limit + 1]
-            ends = [row[1] for row in rows if row[3] == SEARCH_WINDOW]
-            if len(ids) <= limit and ends:
-                # Older hits: all of them by the index (a phrase said rarely), newest first.
-                cursor.execute(
-                    "WITH m AS MATERIALIZED (SELECT s.item_id FROM sessions_app_itemsearch s"
-                    " WHERE s.tenant_id = %s AND s.item_id < %s)"
-                    " SELECT item_id FROM m ORDER BY item_id DESC LIMIT %s",
-                    [tenant, ends[0], limit + 1 - len(ids)],
-                )
-                ids += [row[0] for row in cursor.fetchall()]
+            ids, window_end = self._search_window(cursor, query, before_id, limit)
+            if len(ids) <= limit and window_end is not None:
+                ids += self._search_older(cursor, window_end, limit + 1 - len(ids))
             more, ids = len(ids) > limit, ids[:limit]
             if not ids:
                 return [], False
-            cursor.execute(
-                "SELECT i.id, s.session_id, i.seq, i.role, i.item_type, i.created_at,"
-                " ts_headline('english', stateroom_item_text(i.payload),"
-                " websearch_to_tsquery('english', %s), %s)"
-                f" FROM {_ITEMS} i JOIN {_SESSIONS} s ON s.id = i.session_id"
-                " WHERE i.tenant_id = %s AND i.id = ANY(%s) ORDER BY i.id DESC",
-                [query, _HEADLINE_OPTIONS, tenant, ids],
-            )
-            return [ItemHit(*row) for row in cursor.fetchall()], more
+            return self._search_page(cursor, query, ids), more
+
+    def _search_window(
+        self, cursor, query: str, before_id: int | None, limit: int
+    ) -> tuple[list[int], int | None]:
+        """The hits among the newest `SEARCH_WINDOW` items (at most `limit + 1`), newest first;
+        and the window's last item where the window ends before the tenant's items do."""
+        # -id: the order of the index item_tenant_newest (migration 0006).
+        before = "" if before_id is None else " AND -i.id > -%s::bigint"
+        # The window, newest first, streamed: it stops at the page's hits. Its hits,
+        # and its last item (rn = SEARCH_WINDOW) where the window ends before the
+        # tenant's items do.
+        cursor.execute(
+            "SELECT set_config('app.item_search', w.q::text, true), w.id, w.hit, w.rn"
+            " FROM (SELECT i.id, -i.id AS newest, i.search @@ t.q AS hit, t.q,"
+            " row_number() OVER (ORDER BY -i.id) AS rn"
+            " FROM (SELECT (SELECT websearch_to_tsquery('english', %s)) AS q) t,"
+            f" {_ITEMS} i WHERE i.tenant_id = %s{before}"
+            " ORDER BY -i.id LIMIT %s) w"
+            " WHERE w.hit OR w.rn = %s ORDER BY w.newest LIMIT %s",
+            [
+                query,
+                self.tenant.pk,
+                *([] if before_id is None else [before_id]),
+                SEARCH_WINDOW,
+                SEARCH_WINDOW,
+                limit + 2,
+            ],
+        )
+        rows = cursor.fetchall()
+        ids = [row[1] for row in rows if row[2]][: limit + 1]
+        ends = [row[1] for row in rows if row[3] == SEARCH_WINDOW]
+        return ids, ends[0] if ends else None
+
+    def _search_older(self, cursor, window_end: int, want: int) -> list[int]:
+        """Older hits: all of them by the index (a phrase said rarely), newest first."""
+        cursor.execute(
+            "WITH m AS MATERIALIZED (SELECT s.item_id FROM sessions_app_itemsearch s"
+            " WHERE s.tenant_id = %s AND s.item_id < %s)"
+            " SELECT item_id FROM m ORDER BY item_id DESC LIMIT %s",
+            [self.tenant.pk, window_end, want],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+    def _search_page(self, cursor, query: str, ids: list[int]) -> list[ItemHit]:
+        """The page's rows with their highlighted snippets, newest first."""
+        cursor.execute(
+            "SELECT i.id, s.session_id, i.seq, i.role, i.item_type, i.created_at,"
+            " ts_headline('english', stateroom_item_text(i.payload),"
+            " websearch_to_tsquery('english', %s), %s)"
+            f" FROM {_ITEMS} i JOIN {_SESSIONS} s ON s.id = i.session_id"
+            " WHERE i.tenant_id = %s AND i.id = ANY(%s) ORDER BY i.id DESC",
+            [query, _HEADLINE_OPTIONS, self.tenant.pk, ids],
+        )
+        return [ItemHit(*row) for row in cursor.fetchall()]

@@ -1,4 +1,4 @@
-"""SessionStore's lifecycle writes: create, attach and detach runs, heartbeat, idle, and
+"""SessionStore's transitions: create, attach and detach runs, heartbeat, idle, and
 the audited ends (close, expire, the lease sweep) and legal hold.
 
 The semantics are seed 004's: `create` refuses a duplicate id;
@@ -38,7 +38,7 @@ from .validation import (
 )
 
 
-class SessionLifecycle(SessionStoreBase):
+class SessionTransitions(SessionStoreBase):
     def create(
         self,
         *,
