@@ -1,14 +1,19 @@
-"""Celery tasks of the approvals domain."""
+"""Celery tasks of the approvals domain: the expiry sweep and the decision webhook."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from audit_app.actor import Actor
+from stateroom.errors import NotFound
 from tenancy_app.jobs import for_each_tenant
+from tenancy_app.models import Tenant
+from tenancy_app.scoping import in_tenant
+from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver
 
+from .models import ApprovalStatus
 from .store import ApprovalStore
-from .webhooks import notify_decision  # noqa: F401  (registered with the worker from here)
+from .webhook_payloads import EVENT_DECIDED, NOTIFY_DECISION_TASK, decided_payload, delivery_id
 
 SWEEP_BATCH = 500
 
@@ -27,3 +32,38 @@ def sweep_expired_approvals(tenant_id: int | None = None, limit: int = SWEEP_BAT
         name="sweep_expired_approvals",
     )
     return result.as_dict()
+
+
+@shared_task(
+    bind=True,
+    name=NOTIFY_DECISION_TASK,
+    autoretry_for=RETRYABLE_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=8,
+    acks_late=True,
+)
+def notify_decision(self, tenant_id: int, approval_id: str) -> str:
+    """POST the decided approval to the requesting token's webhook (`approvals_app.webhook_payloads`).
+    Idempotent."""
+    from .api import ApprovalSerializer  # the payload is exactly what GET returns
+
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return "no-tenant"
+    with in_tenant(tenant):
+        try:
+            approval = ApprovalStore(tenant, Actor.system("webhook")).get(approval_id)
+        except NotFound:
+            return "no-approval"
+        token = approval.requested_by_token
+        if approval.status == ApprovalStatus.PENDING:
+            return "pending"
+        if token is None or token.revoked_at is not None or not token.webhook_url:
+            return "no-webhook"
+        payload = decided_payload(ApprovalSerializer(approval).data)
+        url, secret = token.webhook_url, token.webhook_secret
+        delivery = delivery_id(tenant_id, approval_id, approval.status)
+    # The HTTP call happens outside any database transaction.
+    return deliver(url=url, secret=secret, event=EVENT_DECIDED, delivery=delivery, payload=payload)

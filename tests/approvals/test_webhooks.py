@@ -12,11 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from approvals_app.webhooks import delivery_id, new_secret, notify_decision, signed_headers
+from approvals_app.tasks import notify_decision
+from approvals_app.webhook_payloads import delivery_id, new_secret
 from audit_app.actor import Actor
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
+from tenancy_app.webhooks import signed_headers
 
 from .conftest import approval_store, make_approval
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from approvals_app.webhooks import notify_decision
+from approvals_app.tasks import notify_decision
 from audit_app.actor import Actor
 from stateroom import egress
 from stateroom.errors import Unprocessable
