@@ -15,7 +15,7 @@ help:
 	@echo "make demo     - install, start PostgreSQL (embedded unless DATABASE_URL), migrate, load demo data, serve"
 	@echo "make test     - install and run the whole test suite"
 	@echo "make test-sdk-range - tests/agents on the lowest and the newest supported openai-agents"
-	@echo "make lint     - ruff check, format check and the layering contracts (lint-imports)"
+	@echo "make lint     - ruff check, format check, the layering contracts (lint-imports), code size (scripts/code_size.py)"
 	@echo "make bench    - benchmarks, results in bench/results/"
 	@echo "make stop-db  - stop the embedded PostgreSQL (it keeps running between commands)"
 
@@ -60,6 +60,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/code_size.py
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -192,125 +192,137 @@ def langgraph_rows(section: dict) -> list[list]:
     return rows
 
 
-def table_rows(results: dict) -> list[list]:
-    rows: list[list] = []
-    sections = results.get("sections", {})
-    store = sections.get("store", {})
-    api = sections.get("api", {})
+def _not_measured(area: str, what: str, target: str, error: str) -> list:
+    return [area, what, "—", "—", "—", "—", target, f"NOT MEASURED: {error}"]
+
+
+def _store_verdict(op: dict) -> str:
+    if op["met"]:
+        return f"met ({op['ratio']:.2f}x floor)"
+    reason = (
+        f"{op['stateroom_queries_per_call']:g} round trips per call vs"
+        f" {op['raw_queries_per_call']:g} in the floor"
+    )
+    if KNOWN_REASONS.get(f"store:{op['operation']}"):
+        reason += "; " + KNOWN_REASONS[f"store:{op['operation']}"]
+    return f"**MISSED** ({op['ratio']:.2f}x floor): {reason}"
+
+
+def _store_floor_rows(op: dict) -> list[list]:
+    """The store operation, its one-statement floor and its four-statement reference."""
+    s, r, name = op["stateroom"], op["raw"], op["operation"]
+    rows = [
+        [
+            "store",
+            f"{name} — Stateroom store, `in_tenant(tenant, atomic=False)`",
+            f"{_f(s['ops_per_s'], 0)} ops/s",
+            _f(s["p50_ms"], 2),
+            _f(s["p95_ms"], 2),
+            _f(op["stateroom_queries_per_call"], 1),
+            f"≥ {op.get('target_ratio', 0.8):g}x 1-statement floor",
+            _store_verdict(op),
+        ],
+        [
+            "store",
+            f"{name} — one-statement floor (psycopg 3, autocommit)",
+            f"{_f(r['ops_per_s'], 0)} ops/s",
+            _f(r["p50_ms"], 2),
+            _f(r["p95_ms"], 2),
+            _f(op["raw_queries_per_call"], 1),
+            "floor",
+            "—",
+        ],
+    ]
+    if "raw_tx" in op:
+        t = op["raw_tx"]
+        rows.append(
+            [
+                "store",
+                f"{name} — four-statement floor (BEGIN, set_config, statement, COMMIT)",
+                f"{_f(t['ops_per_s'], 0)} ops/s",
+                _f(t["p50_ms"], 2),
+                _f(t["p95_ms"], 2),
+                "4",
+                "reference",
+                f"Stateroom = {op['ratio_tx']:.2f}x this",
+            ]
+        )
+    return rows
+
+
+def _store_peer_rows(op: dict, api: dict, api_ops: dict) -> list[list]:
+    """The operation beside LangGraph's PostgresSaver, and through the HTTP API."""
+    name = op["operation"]
+    rows = []
+    if "peer" in op:
+        p = op["peer"]
+        met = op["ratio_peer"] >= 1.0
+        rows.append(
+            [
+                "store",
+                f"{name} — LangGraph PostgresSaver, same state",
+                f"{_f(p['ops_per_s'], 0)} ops/s",
+                _f(p["p50_ms"], 2),
+                _f(p["p95_ms"], 2),
+                "—",
+                "Stateroom ≥ 1x PostgresSaver",
+                ("met" if met else "**MISSED**") + f" ({op['ratio_peer']:.2f}x)",
+            ]
+        )
+    a = api_ops.get(name)
+    if a is not None:
+        rows.append(
+            [
+                "api",
+                f"{name} — HTTP, Python client → gunicorn ({api.get('workers')} {api.get('worker_class')} workers)",
+                f"{_f(a.get('ops_per_s'), 0)} calls/s" if "error" not in a else "—",
+                _f(a.get("p50_ms"), 2),
+                _f(a.get("p95_ms"), 2),
+                "—",
+                "end-to-end latency (no target)",
+                "measured" if "error" not in a else f"**FAILED**: {a['error']}",
+            ]
+        )
+    return rows
+
+
+def _store_rows(store: dict, api: dict) -> list[list]:
     api_ops = {op["operation"]: op for op in api.get("operations", [])}
+    rows: list[list] = []
     if "error" in store:
         rows.append(
-            [
-                "store",
-                "store operations",
-                "—",
-                "—",
-                "—",
-                "—",
-                "≥ 0.8x 1-statement floor",
-                f"NOT MEASURED: {store['error']}",
-            ]
+            _not_measured("store", "store operations", "≥ 0.8x 1-statement floor", store["error"])
         )
     for op in store.get("operations", []):
-        s, r = op["stateroom"], op["raw"]
-        name = op["operation"]
-        target = f"≥ {op.get('target_ratio', 0.8):g}x 1-statement floor"
-        if op["met"]:
-            verdict = f"met ({op['ratio']:.2f}x floor)"
-        else:
-            reason = (
-                f"{op['stateroom_queries_per_call']:g} round trips per call vs"
-                f" {op['raw_queries_per_call']:g} in the floor"
-            )
-            if KNOWN_REASONS.get(f"store:{name}"):
-                reason += "; " + KNOWN_REASONS[f"store:{name}"]
-            verdict = f"**MISSED** ({op['ratio']:.2f}x floor): {reason}"
-        rows.append(
-            [
-                "store",
-                f"{name} — Stateroom store, `in_tenant(tenant, atomic=False)`",
-                f"{_f(s['ops_per_s'], 0)} ops/s",
-                _f(s["p50_ms"], 2),
-                _f(s["p95_ms"], 2),
-                _f(op["stateroom_queries_per_call"], 1),
-                target,
-                verdict,
-            ]
+        rows.extend(_store_floor_rows(op))
+        rows.extend(_store_peer_rows(op, api, api_ops))
+    return rows
+
+
+def _load_verdict(load: dict, api: dict) -> str:
+    if load["met"]:
+        return "met"
+    anatomy = api.get("request_anatomy_ms") or {}
+    whole = next((v for k, v in anatomy.items() if k.startswith("whole request")), None)
+    reason = KNOWN_REASONS.get(f"api:load:{load['worker_class']}") or (
+        f"{load['non_2xx']} non-2xx answers"
+        if load["non_2xx"]
+        else (
+            f"one request costs {whole:.1f} ms of Python in process (p50; see the"
+            " anatomy below), and gunicorn, PostgreSQL and wrk share the 2 cores"
+            if whole
+            else "below target"
         )
-        rows.append(
-            [
-                "store",
-                f"{name} — one-statement floor (psycopg 3, autocommit)",
-                f"{_f(r['ops_per_s'], 0)} ops/s",
-                _f(r["p50_ms"], 2),
-                _f(r["p95_ms"], 2),
-                _f(op["raw_queries_per_call"], 1),
-                "floor",
-                "—",
-            ]
-        )
-        if "raw_tx" in op:
-            t = op["raw_tx"]
-            rows.append(
-                [
-                    "store",
-                    f"{name} — four-statement floor (BEGIN, set_config, statement, COMMIT)",
-                    f"{_f(t['ops_per_s'], 0)} ops/s",
-                    _f(t["p50_ms"], 2),
-                    _f(t["p95_ms"], 2),
-                    "4",
-                    "reference",
-                    f"Stateroom = {op['ratio_tx']:.2f}x this",
-                ]
-            )
-        if "peer" in op:
-            p = op["peer"]
-            met = op["ratio_peer"] >= 1.0
-            rows.append(
-                [
-                    "store",
-                    f"{name} — LangGraph PostgresSaver, same state",
-                    f"{_f(p['ops_per_s'], 0)} ops/s",
-                    _f(p["p50_ms"], 2),
-                    _f(p["p95_ms"], 2),
-                    "—",
-                    "Stateroom ≥ 1x PostgresSaver",
-                    ("met" if met else "**MISSED**") + f" ({op['ratio_peer']:.2f}x)",
-                ]
-            )
-        a = api_ops.get(name)
-        if a is not None:
-            rows.append(
-                [
-                    "api",
-                    f"{name} — HTTP, Python client → gunicorn ({api.get('workers')} {api.get('worker_class')} workers)",
-                    f"{_f(a.get('ops_per_s'), 0)} calls/s" if "error" not in a else "—",
-                    _f(a.get("p50_ms"), 2),
-                    _f(a.get("p95_ms"), 2),
-                    "—",
-                    "end-to-end latency (no target)",
-                    "measured" if "error" not in a else f"**FAILED**: {a['error']}",
-                ]
-            )
+    )
+    return f"**MISSED** ({load['req_per_s']:,.0f} req/s): {reason}"
+
+
+def _api_load_rows(results: dict, api: dict) -> list[list]:
+    rows: list[list] = []
     if "error" in api:
-        rows.append(["api", "HTTP API", "—", "—", "—", "—", "", f"NOT MEASURED: {api['error']}"])
+        rows.append(_not_measured("api", "HTTP API", "", api["error"]))
     for i, load in enumerate(api.get("loads", [])):
-        if load["met"]:
-            verdict = "met"
-        else:
-            anatomy = api.get("request_anatomy_ms") or {}
-            whole = next((v for k, v in anatomy.items() if k.startswith("whole request")), None)
-            reason = KNOWN_REASONS.get(f"api:load:{load['worker_class']}") or (
-                f"{load['non_2xx']} non-2xx answers"
-                if load["non_2xx"]
-                else (
-                    f"one request costs {whole:.1f} ms of Python in process (p50; see the"
-                    " anatomy below), and gunicorn, PostgreSQL and wrk share the 2 cores"
-                    if whole
-                    else "below target"
-                )
-            )
-            verdict = f"**MISSED** ({load['req_per_s']:,.0f} req/s): {reason}"
+        verdict = _load_verdict(load, api)
         p95 = load.get("p95_ms")
         rows.append(
             [
@@ -329,38 +341,33 @@ def table_rows(results: dict) -> list[list]:
                 verdict if i == 0 else ("above target" if load["met"] else "below target"),
             ]
         )
-    console = sections.get("console", {})
-    if "error" in console:
-        rows.append(
-            [
-                "console",
-                "console pages",
-                "—",
-                "—",
-                "—",
-                "—",
-                "",
-                f"NOT MEASURED: {console['error']}",
-            ]
+    return rows
+
+
+def _page_verdict(page: dict) -> str:
+    if "error" in page:
+        return f"**FAILED**: {page['error']}"
+    if page["met"]:
+        return "met"
+    why = []
+    if page["p95_ms"] >= page["target_p95_ms"]:
+        why.append(f"p95 {page['p95_ms']:.0f} ms")
+    if not page["queries_constant"]:
+        why.append("query count varies between requests")
+    reason = KNOWN_REASONS.get(f"console:{page['page']}", "")
+    if not reason and page.get("db_p50_ms") is not None:
+        reason = (
+            f"SQL takes {page['db_p50_ms']:.0f} ms of the {page['p50_ms']:.0f} ms p50; the rest"
+            f" is Python (view and template) building a {page['bytes'] / 1024:.0f} KB page"
         )
+    return "**MISSED**: " + ", ".join(why) + (f"; {reason}" if reason else "")
+
+
+def _console_rows(console: dict) -> list[list]:
+    rows: list[list] = []
+    if "error" in console:
+        rows.append(_not_measured("console", "console pages", "", console["error"]))
     for page in console.get("pages", []):
-        if "error" in page:
-            verdict = f"**FAILED**: {page['error']}"
-        elif page["met"]:
-            verdict = "met"
-        else:
-            why = []
-            if page["p95_ms"] >= page["target_p95_ms"]:
-                why.append(f"p95 {page['p95_ms']:.0f} ms")
-            if not page["queries_constant"]:
-                why.append("query count varies between requests")
-            reason = KNOWN_REASONS.get(f"console:{page['page']}", "")
-            if not reason and page.get("db_p50_ms") is not None:
-                reason = (
-                    f"SQL takes {page['db_p50_ms']:.0f} ms of the {page['p50_ms']:.0f} ms p50; the rest"
-                    f" is Python (view and template) building a {page['bytes'] / 1024:.0f} KB page"
-                )
-            verdict = "**MISSED**: " + ", ".join(why) + (f"; {reason}" if reason else "")
         rows.append(
             [
                 "console",
@@ -370,7 +377,7 @@ def table_rows(results: dict) -> list[list]:
                 _f(page.get("p95_ms"), 1),
                 _f(page.get("queries"), 0),
                 "p95 < 150 ms, constant queries",
-                verdict,
+                _page_verdict(page),
             ]
         )
     keyset = console.get("timeline_keyset")
@@ -389,50 +396,57 @@ def table_rows(results: dict) -> list[list]:
                 else "**MISSED**: " + KNOWN_REASONS.get("console:keyset", "deep page costs more"),
             ]
         )
-    deletion = sections.get("deletion", {})
+    return rows
+
+
+def _deletion_why(deletion: dict) -> list[str]:
+    why = []
+    if deletion["rows_per_s"] < deletion["target_rows_per_s"]:
+        why.append(f"{deletion['rows_per_s']:,.0f} rows/s")
+    if deletion["longest_tx_ms"] > deletion["target_longest_tx_ms"]:
+        why.append(f"longest transaction {deletion['longest_tx_ms']:,.0f} ms")
+    left = {k: v for k, v in deletion.get("left_after_raw_sql", {}).items() if v}
+    if left:
+        why.append(
+            "content left after `done`: "
+            + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in left.items())
+        )
+    if deletion["status"] != "done":
+        why.append(f"job ended {deletion['status']}")
+    return why
+
+
+def _deletion_rows(deletion: dict) -> list[list]:
     if "error" in deletion:
-        rows.append(
-            [
-                "deletion",
-                "content deletion job",
-                "—",
-                "—",
-                "—",
-                "—",
-                "",
-                f"NOT MEASURED: {deletion['error']}",
-            ]
-        )
-    elif deletion:
-        why = []
-        if deletion["rows_per_s"] < deletion["target_rows_per_s"]:
-            why.append(f"{deletion['rows_per_s']:,.0f} rows/s")
-        if deletion["longest_tx_ms"] > deletion["target_longest_tx_ms"]:
-            why.append(f"longest transaction {deletion['longest_tx_ms']:,.0f} ms")
-        left = {k: v for k, v in deletion.get("left_after_raw_sql", {}).items() if v}
-        if left:
-            why.append(
-                "content left after `done`: "
-                + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in left.items())
-            )
-        if deletion["status"] != "done":
-            why.append(f"job ended {deletion['status']}")
-        reason = KNOWN_REASONS.get("deletion", "")
-        rows.append(
-            [
-                "deletion",
-                f"`DeletionStore.run`, {deletion['rows']:,} rows ({deletion['counts'].get('session_items', 0):,} items),"
-                f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions",
-                f"{_f(deletion['rows_per_s'], 0)} rows/s",
-                f"tx {_f(deletion['tx_p50_ms'], 1)}",
-                f"tx {_f(deletion['tx_p95_ms'], 1)}, max {_f(deletion['longest_tx_ms'], 1)}",
-                "—",
-                "≥ 20,000 rows/s, no tx > 1 s",
-                "met"
-                if deletion["met"]
-                else "**MISSED**: " + "; ".join(why) + (f"; {reason}" if reason else ""),
-            ]
-        )
+        return [_not_measured("deletion", "content deletion job", "", deletion["error"])]
+    if not deletion:
+        return []
+    why = _deletion_why(deletion)
+    reason = KNOWN_REASONS.get("deletion", "")
+    return [
+        [
+            "deletion",
+            f"`DeletionStore.run`, {deletion['rows']:,} rows ({deletion['counts'].get('session_items', 0):,} items),"
+            f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions",
+            f"{_f(deletion['rows_per_s'], 0)} rows/s",
+            f"tx {_f(deletion['tx_p50_ms'], 1)}",
+            f"tx {_f(deletion['tx_p95_ms'], 1)}, max {_f(deletion['longest_tx_ms'], 1)}",
+            "—",
+            "≥ 20,000 rows/s, no tx > 1 s",
+            "met"
+            if deletion["met"]
+            else "**MISSED**: " + "; ".join(why) + (f"; {reason}" if reason else ""),
+        ]
+    ]
+
+
+def table_rows(results: dict) -> list[list]:
+    sections = results.get("sections", {})
+    api = sections.get("api", {})
+    rows = _store_rows(sections.get("store", {}), api)
+    rows += _api_load_rows(results, api)
+    rows += _console_rows(sections.get("console", {}))
+    rows += _deletion_rows(sections.get("deletion", {}))
     rows.extend(langgraph_rows(sections.get("langgraph", {})))
     return rows
 

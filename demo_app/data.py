@@ -11,10 +11,24 @@ from tenancy_app.store import TenancyStore
 DEMO_PASSWORD = "stateroom-demo"
 DEMO_TENANTS = [("acme", "Acme Robotics"), ("globex", "Globex Payments")]
 DEMO_ROLES = [Role.ADMIN, Role.OPERATOR, Role.SUPPORT]
+DEMO_ACTOR = Actor.system("demo")
 
 
 def demo_username(tenant_slug: str, role: str) -> str:
     return f"{role}@{tenant_slug}"
+
+
+def ensure_tenant(slug: str, name: str, *, four_eyes_critical: bool = False) -> Tenant:
+    """The demo tenant `slug`, created and configured through the tenancy store (audited)."""
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        return TenancyStore.create_tenant(
+            slug=slug, name=name, actor=DEMO_ACTOR, four_eyes_critical=four_eyes_critical
+        ).tenant
+    if four_eyes_critical and not tenant.four_eyes_critical:
+        with in_tenant(tenant):
+            TenancyStore(tenant, DEMO_ACTOR).set_four_eyes(on=True)
+    return tenant
 
 
 def ensure_people() -> list[tuple[str, str, str]]:
@@ -23,9 +37,7 @@ def ensure_people() -> list[tuple[str, str, str]]:
     User = get_user_model()
     for slug, name in DEMO_TENANTS:
         with transaction.atomic():
-            tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": name})
-            if slug == "globex":
-                Tenant.objects.filter(pk=tenant.pk).update(four_eyes_critical=True)
+            tenant = ensure_tenant(slug, name, four_eyes_critical=slug == "globex")
             for role in DEMO_ROLES:
                 username = demo_username(slug, role)
                 user, created = User.objects.get_or_create(username=username)
@@ -34,8 +46,6 @@ def ensure_people() -> list[tuple[str, str, str]]:
                     user.save()
                 with in_tenant(tenant):  # memberships have row-level security
                     if not Membership.objects.filter(user=user, tenant=tenant).exists():
-                        TenancyStore(tenant, Actor.system("demo")).set_member(
-                            username=username, role=role
-                        )
+                        TenancyStore(tenant, DEMO_ACTOR).set_member(username=username, role=role)
                 logins.append((username, DEMO_PASSWORD, slug))
     return logins

@@ -55,7 +55,7 @@ statements; one the server lost is prepared again on a new connection).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
@@ -210,6 +210,10 @@ def tenant_block(tenant_id: int, using: str = DEFAULT_DB_ALIAS) -> Iterator[None
 
 
 _SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
+# Called with each pipelined statement's SQL before it is sent: the pipelined path
+# (`_TenantMessage`) bypasses Django's `execute_wrappers`, so a check that must see
+# every statement (the test suite's ownership check) registers here as well.
+PIPELINED_STATEMENT_CHECKS: list[Callable[[str], None]] = []
 # Statement shapes one connection prepares (the hot ones are a few dozen); more run unprepared.
 _PREPARED_MAX = 200
 
@@ -230,6 +234,8 @@ class _TenantMessage:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         from psycopg import errors
 
+        for check in PIPELINED_STATEMENT_CHECKS:
+            check(sql)
         try:
             self._send(sql, params)
         except DatabaseError as exc:

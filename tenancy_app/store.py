@@ -12,6 +12,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.actor import Actor
 from stateroom import egress
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.reasons import MAX_REASON_LENGTH
@@ -38,6 +39,29 @@ def new_webhook_secret() -> str:
 
 
 class TenancyStore(BaseStore):
+    @classmethod
+    def create_tenant(
+        cls, *, slug: str, name: str = "", actor: Actor, four_eyes_critical: bool = False
+    ) -> TenancyStore:
+        """A new tenant (audited `tenant.created`), and its store for `actor`.
+
+        Its settings go through the store's setters afterwards, audited each
+        (`four_eyes_critical=True`: `set_four_eyes(on=True)`). A taken slug is a
+        Conflict (`tenant_exists`).
+        """
+        from .scoping import in_tenant
+
+        with transaction.atomic():
+            if Tenant.objects.filter(slug=slug).exists():
+                raise Conflict(f"Tenant {slug!r} already exists.", code="tenant_exists")
+            tenant = Tenant.objects.create(slug=slug, name=name or slug)
+            store = cls(tenant, actor)
+            with in_tenant(tenant):  # the audit chain has row-level security
+                store._audit("tenant.created", "tenant", slug, after={"name": tenant.name})
+                if four_eyes_critical:
+                    store.set_four_eyes(on=True)
+        return store
+
     def _audit(self, action: str, target_type: str, target_id, **kw) -> None:
         self.audit(action, target_type=target_type, target_id=str(target_id), **kw)
 

@@ -180,9 +180,11 @@ def _apps_write_only_their_own_tables():
     from django.db import connections
     from django.db.backends.signals import connection_created
 
+    from stateroom.sql import PIPELINED_STATEMENT_CHECKS
     from tests.ownership import OwnTablesOnly
 
     guard = OwnTablesOnly()
+    PIPELINED_STATEMENT_CHECKS.append(guard.check)  # the hot statements Django's wrappers miss
 
     def install(sender, connection, **kwargs):
         if guard not in connection.execute_wrappers:
@@ -193,6 +195,7 @@ def _apps_write_only_their_own_tables():
         install(None, connection)
     yield
     connection_created.disconnect(install)
+    PIPELINED_STATEMENT_CHECKS.remove(guard.check)
     for connection in connections.all():
         if guard in connection.execute_wrappers:
             connection.execute_wrappers.remove(guard)

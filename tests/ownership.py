@@ -7,6 +7,10 @@ change to another domain goes through that domain's store, whose frame is
 then the innermost); the console and the cross-domain actions write nothing
 themselves. The demo, tests and migrations are not checked. Nothing is
 exempt.
+
+It sees every statement: Django's execute wrappers (`OwnTablesOnly` as one)
+and the pipelined hot statements that bypass them (`check` registered in
+`stateroom.sql.PIPELINED_STATEMENT_CHECKS`; tests/conftest.py installs both).
 """
 
 from __future__ import annotations

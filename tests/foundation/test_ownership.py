@@ -90,3 +90,30 @@ def test_connections_opened_in_other_threads_are_checked_too(tenant_a):
         * 2
     )
     assert reload(tenant_a, "r-1")["turn_index"] == 0
+
+
+PIPELINED_WRITE = """
+def write(run_id):
+    with hot_cursor(alone=True) as cursor:
+        cursor.execute(f'UPDATE "{RUNS}" SET turn_index = 7 WHERE run_id = %s', [run_id])
+        return cursor.rowcount
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pipelined_statement_is_checked_too(tenant_a):
+    """Outside a transaction `hot_cursor(alone=True)` pipelines the tenant setting and the
+    statement (stateroom.sql's `_TenantMessage`), past Django's execute wrappers: the check
+    sees it through `PIPELINED_STATEMENT_CHECKS`, before it is sent."""
+    from stateroom.sql import _TenantMessage
+
+    make_run(tenant_a, "running", run_id="r-1")
+    sent = []
+    with in_tenant(tenant_a, atomic=False):
+        with hot_cursor(alone=True) as cursor:
+            sent.append(type(cursor))
+        with pytest.raises(ForeignWrite, match=f"effects_app.store wrote {RUNS} of runs_app"):
+            code_of("effects_app.store", PIPELINED_WRITE)("r-1")
+        assert code_of("runs_app.store", PIPELINED_WRITE)("r-1") == 1  # the owner's own write
+    assert sent == [_TenantMessage]
+    assert reload(tenant_a, "r-1")["turn_index"] == 7

@@ -1,10 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
 from audit_app.actor import Actor
-from audit_app.services import record_event
-from tenancy_app.models import Tenant
-from tenancy_app.scoping import in_tenant
+from stateroom.errors import Conflict
+from tenancy_app.store import TenancyStore
 
 
 class Command(BaseCommand):
@@ -15,17 +13,10 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="")
 
     def handle(self, slug, name, **options):
-        if Tenant.objects.filter(slug=slug).exists():
-            raise CommandError(f"Tenant {slug!r} already exists.")
-        with transaction.atomic():
-            tenant = Tenant.objects.create(slug=slug, name=name or slug)
-            with in_tenant(tenant):
-                record_event(
-                    tenant=tenant,
-                    actor=Actor.system("manage.py create_tenant"),
-                    action="tenant.created",
-                    target_type="tenant",
-                    target_id=slug,
-                    after={"name": tenant.name},
-                )
+        try:
+            TenancyStore.create_tenant(
+                slug=slug, name=name, actor=Actor.system("manage.py create_tenant")
+            )
+        except Conflict as exc:
+            raise CommandError(str(exc)) from exc
         self.stdout.write(f"Created tenant {slug}.")
