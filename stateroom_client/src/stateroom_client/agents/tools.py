@@ -123,22 +123,15 @@ def _recorded_output(effect: Effect) -> Any:
     return f"{effect.tool_name} already completed (effect {effect.effect_id})."
 
 
-async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_async: bool) -> Any:
-    async def run() -> Any:
-        if is_async:
-            return await invoke()
-        return await asyncio.to_thread(invoke)
-
-    ledger = LEDGER.get()
-    if ledger is None:
-        return await run()
+async def _record(ledger: Ledger, ctx: ToolContext[Any]) -> Effect:
+    """The call's effect on the ledger, recorded now or found there (a call run before)."""
     try:
         arguments = json.loads(ctx.tool_arguments or "{}")
     except ValueError:
         arguments = {"raw": ctx.tool_arguments}
     key = effect_key(ledger.run_id, ctx.tool_call_id)
     try:
-        effect = await ledger.client.record_effect(
+        return await ledger.client.record_effect(
             ledger.run_id,
             idempotency_key=key,
             tool_name=ctx.tool_name,
@@ -152,6 +145,18 @@ async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_a
         raise EffectUnrecorded(
             f"The ledger holds {key} for a different call: {exc.message}"
         ) from exc
+
+
+async def _through_ledger(ctx: ToolContext[Any], invoke: Callable[[], Any], is_async: bool) -> Any:
+    async def run() -> Any:
+        if is_async:
+            return await invoke()
+        return await asyncio.to_thread(invoke)
+
+    ledger = LEDGER.get()
+    if ledger is None:
+        return await run()
+    effect = await _record(ledger, ctx)
     if effect.status == "committed":
         ledger.replayed.append(ctx.tool_call_id)
         return _recorded_output(effect)

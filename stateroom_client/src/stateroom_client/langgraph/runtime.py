@@ -329,6 +329,30 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _record(
+    binding: Binding, tool_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str, Effect]:
+    """The call's effect key and its effect on the ledger, recorded now or found there."""
+    arguments = _jsonable({"args": list(args), "kwargs": kwargs})
+    if not isinstance(arguments, dict):
+        arguments = {"repr": arguments}
+    ns = str(get_config()["configurable"].get("checkpoint_ns") or "")
+    key = effect_key(binding.thread_id, ns, tool_name, arguments)
+    try:
+        effect = binding.client.record_effect(
+            binding.run_id,
+            idempotency_key=key,
+            tool_name=tool_name,
+            request={"arguments": arguments},
+            node_id=ns.split(":", 1)[0] or None,
+            approval_id=binding.approval_id,
+            worker=binding.worker,
+        )
+    except IdempotencyKeyReused as exc:
+        raise LedgerHalt(f"The ledger holds {key} for a different call: {exc}") from exc
+    return key, effect
+
+
 def idempotent_effect(func: F | None = None, /, *, name: str | None = None) -> Any:
     """Route a side effect called inside a LangGraph node through the effect ledger.
 
@@ -349,24 +373,8 @@ def idempotent_effect(func: F | None = None, /, *, name: str | None = None) -> A
             binding = BINDING.get()
             if binding is None:
                 return fn(*args, **kwargs)
-            arguments = _jsonable({"args": list(args), "kwargs": kwargs})
-            if not isinstance(arguments, dict):
-                arguments = {"repr": arguments}
-            ns = str(get_config()["configurable"].get("checkpoint_ns") or "")
-            key = effect_key(binding.thread_id, ns, tool_name, arguments)
+            key, effect = _record(binding, tool_name, args, kwargs)
             client = binding.client
-            try:
-                effect = client.record_effect(
-                    binding.run_id,
-                    idempotency_key=key,
-                    tool_name=tool_name,
-                    request={"arguments": arguments},
-                    node_id=ns.split(":", 1)[0] or None,
-                    approval_id=binding.approval_id,
-                    worker=binding.worker,
-                )
-            except IdempotencyKeyReused as exc:
-                raise LedgerHalt(f"The ledger holds {key} for a different call: {exc}") from exc
             if effect.status == "committed":
                 binding.replayed.append(key)
                 result = effect.result
