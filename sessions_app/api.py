@@ -208,25 +208,32 @@ def items(request, session_id: str):
     # are each one message to PostgreSQL, the tenant setting with the statement.
     store = _store(request)
     if request.method == "POST":
-        data = _body(request, SessionAppendIn, store, session_id)
-        # The store checks payloads further (what the database can hold): an
-        # unknown session is still 404 first.
-        result = _after_lookup(
-            store,
-            session_id,
-            lambda: store.append_items(
-                session_id=session_id,
-                items=[dict(item) for item in data["items"]],
-                run_id=data["run_id"],
-                idempotency_key=data.get("idempotency_key"),
-                worker=data.get("worker"),
-            ),
-        )
-        return Response(
-            {"first_seq": result.first_seq, "last_seq": result.last_seq},
-            status=201 if result.created else 200,
-        )
+        return _append(request, store, session_id)
+    return _items_page(request, store, session_id)
 
+
+def _append(request, store, session_id: str) -> Response:
+    data = _body(request, SessionAppendIn, store, session_id)
+    # The store checks payloads further (what the database can hold): an
+    # unknown session is still 404 first.
+    result = _after_lookup(
+        store,
+        session_id,
+        lambda: store.append_items(
+            session_id=session_id,
+            items=[dict(item) for item in data["items"]],
+            run_id=data["run_id"],
+            idempotency_key=data.get("idempotency_key"),
+            worker=data.get("worker"),
+        ),
+    )
+    return Response(
+        {"first_seq": result.first_seq, "last_seq": result.last_seq},
+        status=201 if result.created else 200,
+    )
+
+
+def _items_page(request, store, session_id: str) -> Response:
     params = _after_lookup(store, session_id, lambda: query(request, SessionItemsQuery))
     limit = params.get("limit") or DEFAULT_LIMIT
     after_seq, before_seq = params.get("after_seq"), params.get("before_seq")
