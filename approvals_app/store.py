@@ -52,7 +52,7 @@ from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in
 from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound, Unprocessable
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 from stateroom.sql import hot_cursor
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 from tenancy_app.models import RuntimeToken, Tenant
 
 from .display import checked_display

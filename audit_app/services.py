@@ -18,10 +18,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from stateroom.actor import Actor
 from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from tenancy_app.models import Tenant
 
-from .actor import Actor
 from .models import AuditEvent, AuditPayload
 
 logger = logging.getLogger(__name__)

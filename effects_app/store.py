@@ -48,8 +48,8 @@ from stateroom.errors import (
 from stateroom.ids import new_public_id
 from stateroom.reasons import MAX_REASON_LENGTH
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
+from stateroom.store import BaseStore
 from tasks_app.state import canonical_json, digest, storable_json
-from tenancy_app.base_store import BaseStore
 
 from .models import EffectStatus, ExternalEffect
 

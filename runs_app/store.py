@@ -67,8 +67,8 @@ from stateroom.ids import (
 from stateroom.reasons import MAX_REASON_LENGTH, check_reason  # noqa: F401 (re-exported)
 from stateroom.rows import from_row
 from stateroom.sql import columns, db_value, hot_cursor
+from stateroom.store import BaseStore
 from tasks_app.models import Task, TaskCheckpoint
-from tenancy_app.base_store import BaseStore
 from tenancy_app.models import RuntimeToken
 
 from .claims import claim_condition, claimed_elsewhere

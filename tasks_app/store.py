@@ -26,7 +26,7 @@ from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, 
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 from stateroom.rows import from_row, from_values
 from stateroom.sql import columns, hot_cursor
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from .models import (
     TERMINAL_TASK_STATUSES,

@@ -27,8 +27,8 @@ from django_otp import devices_for_user, user_has_device
 from django_otp import login as otp_login
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.actor import Actor
 
 from .access import memberships_of
 from .models import Membership, Role

@@ -10,8 +10,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect
 from django_scopes import scope
 
-from audit_app.actor import Actor
 from audit_app.services import DENIED_TARGET_CHARS, record_access_denied, security_log
+from stateroom.actor import Actor
 
 from .access import memberships_of
 from .auth import resolve_bearer

@@ -15,8 +15,8 @@ from django.utils import timezone
 from stateroom import egress
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.reasons import MAX_REASON_LENGTH
+from stateroom.store import BaseStore
 
-from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
 MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)

@@ -13,7 +13,7 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from approvals_app.webhooks import delivery_id, new_secret, notify_decision, signed_headers
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.state import DurableTaskState, ensure_domain_data

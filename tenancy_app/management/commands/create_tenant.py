@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
 

@@ -10,8 +10,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.actor import Actor
 from stateroom.sql import current_tenant, scope_tenant, tenant_block
 
 from .models import Tenant
