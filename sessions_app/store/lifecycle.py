@@ -20,7 +20,7 @@ from datetime import timedelta
 from django.db import IntegrityError
 
 from audit_app.services import record_event
-from runs_app.models import Run
+from stateroom import ports
 from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 
@@ -319,7 +319,7 @@ class SessionLifecycle(SessionStoreBase):
 
     def _require_run(self, run_id: str) -> None:
         """A run id in a body names a run of this tenant (404 otherwise, as for a path id)."""
-        if not Run.objects.filter(tenant=self.tenant, run_id=run_id).exists():
+        if not ports.session_runs().exists(self.tenant, run_id):
             raise NotFound("No such run.", details={"run_id": run_id})
 
     def _authorize(self, session: Session, *, user_id: str, expected_revision: int) -> None:
@@ -349,11 +349,7 @@ class SessionLifecycle(SessionStoreBase):
                 code="session_busy",
                 details={"attached_run_ids": attached_ids},
             )
-        owner = (
-            Run.objects.filter(tenant=self.tenant, run_id=run_id)
-            .values_list("session_id", flat=True)
-            .first()
-        )
+        owner = ports.session_runs().session_pk(self.tenant, run_id)
         elsewhere = (
             SessionAttachment.objects.filter(
                 tenant=self.tenant, run_id=run_id, detached_at__isnull=True

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from audit_app.services import record_event
+from stateroom import ports
 from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             tenant = Tenant.objects.create(slug=slug, name=name or slug)
             with in_tenant(tenant):
-                record_event(
+                ports.audit().record_event(
                     tenant=tenant,
                     actor=Actor.system("manage.py create_tenant"),
                     action="tenant.created",
