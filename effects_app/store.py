@@ -31,11 +31,12 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
+from stateroom.jsondata import storable_json
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from runs_app.claims import claim_condition, claimed_elsewhere
 from runs_app.models import Run
-from stateroom.canonical import legacy_digest
+from stateroom.canonical import canonical_json, digest, legacy_digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import (
     Conflict,
@@ -49,7 +50,6 @@ from stateroom.ids import new_public_id
 from stateroom.reasons import MAX_REASON_LENGTH
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from stateroom.store import BaseStore
-from tasks_app.state import canonical_json, digest, storable_json
 
 from .models import EffectStatus, ExternalEffect
 

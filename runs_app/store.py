@@ -116,7 +116,7 @@ _MAX_COST_EXPONENT = COST_MAX_DIGITS - COST_DECIMAL_PLACES
 _MAX_COST = Decimal(10) ** _MAX_COST_EXPONENT
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
-MAX_LEASE_SECONDS = 86400
+MAX_CLAIM_LEASE_SECONDS = 86400
 # Why a person cancelled, suspended or resumed a run: `stateroom.reasons` (one rule).
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 # Statuses in which no worker works on a run: moving there drops the claim.
@@ -124,7 +124,7 @@ UNCLAIMED_STATUSES = frozenset(
     {RunStatus.WAITING_APPROVAL, RunStatus.SUSPENDED, *TERMINAL_RUN_STATUSES}
 )
 _NO_CLAIM = {"claimed_by": "", "claim_until": None}
-DEFAULT_LEASE_SECONDS = 60
+DEFAULT_CLAIM_LEASE_SECONDS = 60
 _NOT_FENCED = ('"content_fenced_at" IS NULL', [])
 
 RUN_EVENT_PAYLOADS = "run_event_payloads"
@@ -578,7 +578,7 @@ class RunStateStore(BaseStore):
         run_id: str,
         worker: str,
         expected_version: int,
-        lease_seconds: int = DEFAULT_LEASE_SECONDS,
+        lease_seconds: int = DEFAULT_CLAIM_LEASE_SECONDS,
     ) -> Run:
         """Make `worker` the run's only writer until the lease ends; version + 1.
 
@@ -595,11 +595,11 @@ class RunStateStore(BaseStore):
         if (
             isinstance(lease_seconds, bool)
             or not isinstance(lease_seconds, int)
-            or not 1 <= lease_seconds <= MAX_LEASE_SECONDS
+            or not 1 <= lease_seconds <= MAX_CLAIM_LEASE_SECONDS
         ):
             raise Unprocessable(
                 "lease_seconds out of range.",
-                details={"lease_seconds": [f"from 1 to {MAX_LEASE_SECONDS}"]},
+                details={"lease_seconds": [f"from 1 to {MAX_CLAIM_LEASE_SECONDS}"]},
             )
         now = self.now()
         claim_until = now + timedelta(seconds=lease_seconds)

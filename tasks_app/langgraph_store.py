@@ -33,6 +33,7 @@ from typing import Any
 
 from django.db import IntegrityError
 from django.db.models import Exists, F, Func, OuterRef, Subquery
+from stateroom.jsondata import storable_json
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id
@@ -40,7 +41,6 @@ from stateroom.sql import hot_cursor
 from stateroom.store import BaseStore
 
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
-from .state import storable_json
 
 _TASKS = Task._meta.db_table
 _CHECKPOINTS = GraphCheckpoint._meta.db_table

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import IntegrityError
 from django.db.models import Q, QuerySet
+from stateroom.jsondata import ensure_domain_data, storable_json
 
 from stateroom import ports
 from stateroom.content import TASK, Batch, ContentClass, content_class, redact_in_key_order
@@ -36,7 +37,7 @@ from .models import (
     TaskCheckpoint,
     TaskStatus,
 )
-from .state import DurableTaskState, ensure_domain_data, storable_json
+from .state import DurableTaskState
 
 _TERMINAL = sorted(TERMINAL_TASK_STATUSES)
 assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint

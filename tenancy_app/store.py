@@ -19,7 +19,7 @@ from stateroom.store import BaseStore
 
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
-MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)
+MAX_SESSION_LEASE_SECONDS = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)
 # The longest wait before a running run nobody holds is flagged: a day, the longest
 # claim lease (runs_app MAX_LEASE_SECONDS); tenancy cannot import runs.
 MAX_UNCLAIMED_WARNING = 86400
@@ -245,11 +245,13 @@ class TenancyStore(BaseStore):
         if (
             isinstance(seconds, bool)
             or not isinstance(seconds, int)
-            or not 1 <= seconds <= MAX_LEASE
+            or not 1 <= seconds <= MAX_SESSION_LEASE_SECONDS
         ):
             raise Unprocessable(
                 "The session lease is from 1 second to 30 days.",
-                details={"session_lease_seconds": [f"an integer from 1 to {MAX_LEASE}"]},
+                details={
+                    "session_lease_seconds": [f"an integer from 1 to {MAX_SESSION_LEASE_SECONDS}"]
+                },
             )
         self._change_setting("session_lease_seconds", seconds)
 

@@ -32,13 +32,13 @@ from .content import CONTENT, SESSION_ITEMS, SESSION_METADATA, SessionContent
 from .lifecycle import SessionLifecycle
 from .reads import HIGHLIGHT_START, HIGHLIGHT_STOP, ItemHit, SessionReads, StoredItem
 from .validation import (
-    DEFAULT_LEASE_SECONDS,
+    DEFAULT_SESSION_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
-    MAX_LEASE_SECONDS,
     MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
+    MAX_SESSION_LEASE_SECONDS,
     MAX_USER_ID_LENGTH,
     check_reason,
     user_id_errors,
@@ -51,16 +51,16 @@ class SessionStore(SessionReads, SessionLifecycle, SessionAppends, SessionConten
 
 __all__ = [
     "CONTENT",
-    "DEFAULT_LEASE_SECONDS",
+    "DEFAULT_SESSION_LEASE_SECONDS",
     "HIGHLIGHT_START",
     "HIGHLIGHT_STOP",
     "LIVE_STATUSES",
     "MAX_IDEMPOTENCY_KEY_LENGTH",
     "MAX_ITEMS_PER_APPEND",
     "MAX_ITEM_TYPE_LENGTH",
-    "MAX_LEASE_SECONDS",
     "MAX_REASON_LENGTH",
     "MAX_ROLE_LENGTH",
+    "MAX_SESSION_LEASE_SECONDS",
     "MAX_USER_ID_LENGTH",
     "OPEN_ATTACHMENTS_ATTR",
     "SESSION_ITEMS",

@@ -27,8 +27,8 @@ from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 from ..models import Session, SessionAttachment, SessionStatus
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SessionStoreBase
 from .validation import (
-    DEFAULT_LEASE_SECONDS,
-    MAX_LEASE_SECONDS,
+    DEFAULT_SESSION_LEASE_SECONDS,
+    MAX_SESSION_LEASE_SECONDS,
     check_reason,
     json_problem,
     lease_errors,
@@ -307,7 +307,7 @@ class SessionLifecycle(SessionStoreBase):
     def default_lease_seconds(self) -> int:
         """The lease length of a new session: the tenant's, at most the maximum."""
         tenant_default = getattr(self.tenant, "session_lease_seconds", None)
-        return min(tenant_default or DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS)
+        return min(tenant_default or DEFAULT_SESSION_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS)
 
     @staticmethod
     def _renew(session: Session, now, lease_seconds: int | None) -> None:

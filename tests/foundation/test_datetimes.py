@@ -12,8 +12,8 @@ from runs_app.store import RunStateStore
 from sessions_app.models import Session, SessionItem
 from sessions_app.store import SessionStore
 from stateroom.actor import Actor
+from stateroom.canonical import canonical_json
 from tasks_app.models import Task, TaskCheckpoint
-from tasks_app.state import canonical_json
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 
