@@ -31,7 +31,6 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
-from stateroom.jsondata import storable_json
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from runs_app.claims import claim_condition, claimed_elsewhere
@@ -47,6 +46,7 @@ from stateroom.errors import (
     field_path,
 )
 from stateroom.ids import new_public_id
+from stateroom.jsondata import storable_json
 from stateroom.reasons import MAX_REASON_LENGTH
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
 from stateroom.store import BaseStore

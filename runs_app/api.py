@@ -41,13 +41,12 @@ from stateroom.contract import (
     worker_field,
 )
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 
 from .models import Run, RunEvent, RunStatus
 from .store import (
     COST_DECIMAL_PLACES,
     COST_MAX_DIGITS,
-    DEFAULT_CLAIM_LEASE_SECONDS,
-    MAX_CLAIM_LEASE_SECONDS,
     MAX_COUNTER,
     MAX_EVENT_TYPE_LENGTH,
     MAX_EVENTS_PER_APPEND,

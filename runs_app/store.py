@@ -56,6 +56,7 @@ from django.db.models.functions import Greatest
 
 from outbox_app.relay import enqueue
 from sessions_app.models import Session
+from stateroom.canonical import MAX_SAFE_INTEGER
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
 from stateroom.ids import (
@@ -64,6 +65,7 @@ from stateroom.ids import (
     is_valid_public_id,
     new_public_id,
 )
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 from stateroom.reasons import MAX_REASON_LENGTH, check_reason  # noqa: F401 (re-exported)
 from stateroom.rows import from_row
 from stateroom.sql import columns, db_value, hot_cursor
@@ -106,7 +108,7 @@ STRING_LIMITS = {
     "last_checkpoint_id": 128,
 }
 _COUNTERS = ("turn_index", "token_used")
-MAX_COUNTER = 2**53 - 1  # I-JSON: every JSON reader keeps it exactly
+MAX_COUNTER = MAX_SAFE_INTEGER  # I-JSON: every JSON reader keeps it exactly
 # cost_used is DECIMAL(18, 6) (Run.cost_used): what the column would round (a 7th
 # decimal place) or cannot hold (13 digits before the point) is refused, by
 # `cost_value`; the API's field calls it too (runs_app.api.CostField).
@@ -116,7 +118,6 @@ _MAX_COST_EXPONENT = COST_MAX_DIGITS - COST_DECIMAL_PLACES
 _MAX_COST = Decimal(10) ** _MAX_COST_EXPONENT
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
-MAX_CLAIM_LEASE_SECONDS = 86400
 # Why a person cancelled, suspended or resumed a run: `stateroom.reasons` (one rule).
 NON_TERMINAL_STATUSES = tuple(s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES)
 # Statuses in which no worker works on a run: moving there drops the claim.
@@ -124,7 +125,6 @@ UNCLAIMED_STATUSES = frozenset(
     {RunStatus.WAITING_APPROVAL, RunStatus.SUSPENDED, *TERMINAL_RUN_STATUSES}
 )
 _NO_CLAIM = {"claimed_by": "", "claim_until": None}
-DEFAULT_CLAIM_LEASE_SECONDS = 60
 _NOT_FENCED = ('"content_fenced_at" IS NULL', [])
 
 RUN_EVENT_PAYLOADS = "run_event_payloads"

@@ -20,16 +20,15 @@ from stateroom.contract import (
     limit_field,
     worker_field,
 )
+from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS
 
 from .models import SessionStatus
 from .store import (
-    DEFAULT_SESSION_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
     MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
-    MAX_SESSION_LEASE_SECONDS,
     MAX_USER_ID_LENGTH,
 )
 

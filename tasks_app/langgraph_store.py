@@ -33,10 +33,10 @@ from typing import Any
 
 from django.db import IntegrityError
 from django.db.models import Exists, F, Func, OuterRef, Subquery
-from stateroom.jsondata import storable_json
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id
+from stateroom.jsondata import storable_json
 from stateroom.sql import hot_cursor
 from stateroom.store import BaseStore
 

@@ -18,12 +18,12 @@ from typing import Any
 
 from django.db import IntegrityError
 from django.db.models import Q, QuerySet
-from stateroom.jsondata import ensure_domain_data, storable_json
 
 from stateroom import ports
 from stateroom.content import TASK, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
+from stateroom.jsondata import ensure_domain_data, storable_json
 from stateroom.rows import from_row, from_values
 from stateroom.sql import columns, hot_cursor
 from stateroom.store import BaseStore

@@ -32,13 +32,11 @@ from .content import CONTENT, SESSION_ITEMS, SESSION_METADATA, SessionContent
 from .lifecycle import SessionLifecycle
 from .reads import HIGHLIGHT_START, HIGHLIGHT_STOP, ItemHit, SessionReads, StoredItem
 from .validation import (
-    DEFAULT_SESSION_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
     MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
-    MAX_SESSION_LEASE_SECONDS,
     MAX_USER_ID_LENGTH,
     check_reason,
     user_id_errors,
@@ -51,7 +49,6 @@ class SessionStore(SessionReads, SessionLifecycle, SessionAppends, SessionConten
 
 __all__ = [
     "CONTENT",
-    "DEFAULT_SESSION_LEASE_SECONDS",
     "HIGHLIGHT_START",
     "HIGHLIGHT_STOP",
     "LIVE_STATUSES",
@@ -60,7 +57,6 @@ __all__ = [
     "MAX_ITEM_TYPE_LENGTH",
     "MAX_REASON_LENGTH",
     "MAX_ROLE_LENGTH",
-    "MAX_SESSION_LEASE_SECONDS",
     "MAX_USER_ID_LENGTH",
     "OPEN_ATTACHMENTS_ATTR",
     "SESSION_ITEMS",

@@ -23,12 +23,11 @@ from audit_app.services import record_event
 from stateroom import ports
 from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
+from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS
 
 from ..models import Session, SessionAttachment, SessionStatus
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SessionStoreBase
 from .validation import (
-    DEFAULT_SESSION_LEASE_SECONDS,
-    MAX_SESSION_LEASE_SECONDS,
     check_reason,
     json_problem,
     lease_errors,

@@ -2,10 +2,10 @@ import socket
 import threading
 
 import pytest
-from stateroom.jsondata import ensure_domain_data
 
 from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.jsondata import ensure_domain_data
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.state import DurableTaskState
 from tasks_app.store import TaskStateStore
