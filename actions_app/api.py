@@ -11,9 +11,9 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from approvals_app.api import ApprovalSerializer, ApprovalVoidIn, approval_data
-from audit_app.actor import Actor
 from runs_app.api import RunOut, RunTransitionIn, run_data
 from runs_app.models import Run
+from stateroom.actor import Actor
 from stateroom.api import validated
 from stateroom.api_schema import ERRORS_STATEFUL, error
 from stateroom.contract import StrictCharField, StrictIntegerField, StrictSerializer

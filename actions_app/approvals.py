@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.models import Tenant
 

@@ -18,9 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from runs_app.models import Run
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from stateroom.errors import StateroomError
 from tenancy_app.models import Tenant
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.jobs import for_each_tenant
 
 from .runs import RunActions

@@ -19,7 +19,7 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.api import (
     DEFAULT_LIMIT,
     EmptyAsNullCharField,

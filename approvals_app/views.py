@@ -19,7 +19,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_permission

@@ -18,10 +18,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from stateroom.actor import Actor
 from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from tenancy_app.models import Tenant
 
-from .actor import Actor
 from .models import AuditEvent, AuditPayload
 
 logger = logging.getLogger(__name__)
@@ -254,3 +254,13 @@ def record_access_denied(
             after={"status": status, "code": code, "method": method, "window_seconds": window},
         )
     return True
+
+
+def log_not_a_member(*, actor: Actor, method: str, path: str) -> None:
+    """A console request of a user in no tenant: the security log only (no tenant's log)."""
+    security_log.warning(
+        "access denied: %s %s %s -> 404 not_a_member",
+        actor.label,
+        method,
+        path[:DENIED_TARGET_CHARS],
+    )

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from stateroom.content import SUBJECT, Batch, ContentClass, content_class, redact_in_key_order
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from .models import AuditEvent, AuditPayload
 from .services import verify_chain

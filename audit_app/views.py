@@ -14,6 +14,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from stateroom.actor import Actor
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.jsonview import diff
 from stateroom.pages import keyset_slice, parse_cursor
@@ -22,7 +23,6 @@ from tenancy_app.models import Tenant
 from tenancy_app.permissions import Permission
 from tenancy_app.scoping import read_in_chunks
 
-from .actor import Actor
 from .forms import AuditFilterForm
 from .models import AuditEvent
 from .store import AuditStore

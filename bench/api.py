@@ -96,7 +96,7 @@ def gunicorn(log, extra: list[str] | None = None) -> Iterator[str]:
 
 
 def runtime_token(cat: Catalogue) -> str:
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
     from tenancy_app.store import TenancyStore
@@ -291,9 +291,9 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     from django.core.handlers.wsgi import WSGIHandler
     from django.test import Client
 
-    from audit_app.actor import Actor
     from sessions_app.serializers import session_items_out
     from sessions_app.store import SessionStore
+    from stateroom.actor import Actor
     from stateroom.renderers import ORJSONRenderer
     from tenancy_app.auth import resolve_bearer
     from tenancy_app.models import Tenant

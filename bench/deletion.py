@@ -84,11 +84,11 @@ def content_left(url: str, tenant_pk: int, session_id: str) -> dict[str, int]:
 def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     from django.db import connection
 
-    from audit_app.actor import Actor
     from lifecycle_app.content import Owners, resolve
     from lifecycle_app.content import content_left as owners_content_left
     from lifecycle_app.deletion import DeletionStore
     from sessions_app.models import Session
+    from stateroom.actor import Actor
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
 

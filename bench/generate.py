@@ -927,7 +927,7 @@ def generate(url: str, scale: Scale, log: Callable[[str], None], *, owner_url: s
     """
     from django.contrib.auth import get_user_model
 
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
     from tenancy_app.models import Role, Tenant
     from tenancy_app.scoping import in_tenant
     from tenancy_app.store import TenancyStore

@@ -81,10 +81,10 @@ def build_ops(
 ) -> list[Op]:
     """The operations; `scope(tenant)` is what each Stateroom call runs in (default:
     `in_tenant(tenant, atomic=False)`)."""
-    from audit_app.actor import Actor
     from effects_app.store import EffectStore
     from runs_app.store import RunStateStore
     from sessions_app.store import SessionStore
+    from stateroom.actor import Actor
     from tasks_app.store import TaskStateStore
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
@@ -395,8 +395,8 @@ def _contention(cat: Catalogue, url: str, scale: Scale, log) -> dict:
 
     from django.db import connection
 
-    from audit_app.actor import Actor
     from runs_app.store import RunStateStore
+    from stateroom.actor import Actor
     from stateroom.errors import Conflict
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant

@@ -10,12 +10,12 @@ from approvals_app.store import (
     MAX_TOOL_NAME_LENGTH,
     ApprovalStore,
 )
-from audit_app.actor import Actor
 from effects_app.store import MAX_SETTLE_REASON_LENGTH
 from runs_app.store import MAX_REASON_LENGTH as MAX_RUN_REASON_LENGTH
 from runs_app.store import STRING_LIMITS as RUN_STRING_LIMITS
 from sessions_app.store import MAX_REASON_LENGTH as MAX_SESSION_REASON_LENGTH
 from sessions_app.store import MAX_USER_ID_LENGTH
+from stateroom.actor import Actor
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from tenancy_app.login import CODE_DIGITS
 from tenancy_app.store import MAX_HOLD_REASON_LENGTH, MAX_TOKEN_NAME_LENGTH, MAX_WEBHOOK_URL_LENGTH

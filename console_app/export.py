@@ -16,13 +16,13 @@ from typing import Any
 from django.db.models import Q
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from audit_app.store import AuditStore
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore, StoredItem
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant, read_in_chunks
 

@@ -3,7 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import Membership, Role, Tenant
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

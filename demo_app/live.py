@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import RuntimeToken, Tenant
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

@@ -16,12 +16,12 @@ from django.utils import timezone
 from actions_app.approvals import ApprovalActions
 from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from lifecycle_app.deletion import DeletionStore
 from lifecycle_app.endings import SessionEndings
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 from tenancy_app.models import RuntimeToken, Tenant
 from tenancy_app.scoping import in_tenant

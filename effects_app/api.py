@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.api import keyset_page, not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (

@@ -35,7 +35,7 @@ from django.db.models import Q, QuerySet
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from runs_app.claims import claim_condition, claimed_elsewhere
 from runs_app.models import Run
-from stateroom.canonical import legacy_digest
+from stateroom.canonical import canonical_json, digest, legacy_digest
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import (
     Conflict,
@@ -46,10 +46,10 @@ from stateroom.errors import (
     field_path,
 )
 from stateroom.ids import new_public_id
+from stateroom.jsondata import storable_json
 from stateroom.reasons import MAX_REASON_LENGTH
 from stateroom.sql import columns, hot_cursor, insert_from, known, model_from_row
-from tasks_app.state import canonical_json, digest, storable_json
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from .models import EffectStatus, ExternalEffect
 

@@ -13,8 +13,8 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from audit_app.actor import Actor
 from sessions_app.serializers import SessionCloseIn, SessionOut
+from stateroom.actor import Actor
 from stateroom.api import not_found_first, validated
 from stateroom.api_schema import ERRORS_READ, ERRORS_WRITE, error
 from stateroom.contract import NoQuery, StrictCharField, StrictSerializer, query

@@ -22,12 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from audit_app.store import AuditStore
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.content import RUN, SESSION, SUBJECT, TASK, ContentClass
 from tasks_app.store import TaskStateStore
 from tenancy_app.models import Tenant

@@ -46,7 +46,7 @@ from outbox_app import relay as outbox
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from stateroom.reasons import MAX_REASON_LENGTH  # a person's reason: one rule
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import tenant_transaction
 

@@ -35,11 +35,11 @@ from django.utils import timezone
 
 from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session
 from sessions_app.signals import session_ended
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.models import Tenant
 

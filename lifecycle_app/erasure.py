@@ -28,7 +28,7 @@ from sessions_app.models import TERMINAL_SESSION_STATUSES
 from sessions_app.store import MAX_USER_ID_LENGTH, user_id_errors
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import new_public_id
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 from tenancy_app.models import Tenant
 
 from .content import CLASSES

@@ -31,10 +31,10 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from runs_app.store import RunStateStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.models import RetentionPolicy, Tenant
 

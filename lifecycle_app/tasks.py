@@ -20,7 +20,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from tenancy_app.jobs import for_each_tenant, tenant_scope
 from tenancy_app.scoping import tenant_transaction

@@ -14,8 +14,8 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from audit_app.actor import Actor
 from sessions_app.views import ReasonForm, session_action
+from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment

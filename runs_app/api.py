@@ -15,7 +15,7 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.api import (
     DEFAULT_LIMIT,
     EmptyAsNullCharField,
@@ -41,16 +41,15 @@ from stateroom.contract import (
     worker_field,
 )
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 
 from .models import Run, RunEvent, RunStatus
 from .store import (
     COST_DECIMAL_PLACES,
     COST_MAX_DIGITS,
-    DEFAULT_LEASE_SECONDS,
     MAX_COUNTER,
     MAX_EVENT_TYPE_LENGTH,
     MAX_EVENTS_PER_APPEND,
-    MAX_LEASE_SECONDS,
     STRING_LIMITS,
     RunStateStore,
     cost_value,
@@ -171,9 +170,9 @@ class RunClaimIn(StrictSerializer):
     expected_version = StrictIntegerField(min_value=1)
     lease_seconds = StrictIntegerField(
         min_value=1,
-        max_value=MAX_LEASE_SECONDS,
+        max_value=MAX_CLAIM_LEASE_SECONDS,
         required=False,
-        help_text=f"How long the claim lasts unless renewed (default {DEFAULT_LEASE_SECONDS})",
+        help_text=f"How long the claim lasts unless renewed (default {DEFAULT_CLAIM_LEASE_SECONDS})",
     )
 
 
@@ -349,6 +348,6 @@ def run_claim(request, run_id: str):
         run_id=run_id,
         worker=data["worker"],
         expected_version=data["expected_version"],
-        lease_seconds=data.get("lease_seconds") or DEFAULT_LEASE_SECONDS,
+        lease_seconds=data.get("lease_seconds") or DEFAULT_CLAIM_LEASE_SECONDS,
     )
     return Response(run_data(run))

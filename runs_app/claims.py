@@ -36,20 +36,71 @@ def claimed_elsewhere(
     claim_until: datetime | None,
     worker: str | None,
     now: datetime,
-    version: int,
+    version: int | None,
 ) -> Conflict | None:
-    """409 `run_claimed` (details.claimed_by) if another worker's claim is live at `now`."""
+    """409 `run_claimed` (details.claimed_by) if another worker's claim is live at `now`.
+
+    `version`: the run's, in details.current_version (None: a session's append, which
+    does not write the run, leaves it out).
+    """
     if not claimed_by or claimed_by == worker or claim_until is None or claim_until <= now:
         return None
-    return Conflict(
-        "Another worker holds the run.",
-        code="run_claimed",
-        details={
-            "claimed_by": claimed_by,
-            "claim_until": claim_until.isoformat(),
-            "current_version": version,
-        },
-    )
+    details: dict[str, Any] = {"claimed_by": claimed_by, "claim_until": claim_until.isoformat()}
+    if version is not None:
+        details["current_version"] = version
+    return Conflict("Another worker holds the run.", code="run_claimed", details=details)
 
 
-__all__ = ["claim_condition", "claimed_elsewhere"]
+class SessionRuns:
+    """The `session_runs` port (stateroom.ports): what the session store reads of runs."""
+
+    @property
+    def table(self) -> str:
+        from .models import Run
+
+        return Run._meta.db_table
+
+    def exists(self, tenant: Any, run_id: str) -> bool:
+        from .models import Run
+
+        return Run.objects.filter(tenant=tenant, run_id=run_id).exists()
+
+    def session_pk(self, tenant: Any, run_id: str) -> Any:
+        from .models import Run
+
+        return (
+            Run.objects.filter(tenant=tenant, run_id=run_id)
+            .values_list("session_id", flat=True)
+            .first()
+        )
+
+    def of_session(self, tenant: Any, run_id: str, session: Any) -> bool:
+        from .models import Run
+
+        return Run.objects.filter(tenant=tenant, run_id=run_id, session=session).exists()
+
+    def claim_free_sql(self, worker: str | None, now: Any, alias: str) -> tuple[str, list[Any]]:
+        return claim_condition(worker, now, alias)
+
+    def refuse_claimed(
+        self, tenant: Any, run_id: str, worker: str | None, now: datetime
+    ) -> Conflict | None:
+        from .models import Run
+
+        run = (
+            Run.objects.filter(tenant=tenant, run_id=run_id)
+            .only("claimed_by", "claim_until")
+            .first()
+        )
+        if run is None:
+            return None
+        return claimed_elsewhere(
+            claimed_by=run.claimed_by,
+            claim_until=run.claim_until,
+            worker=worker,
+            now=now,
+            version=None,
+        )
+
+
+__all__ = ["SessionRuns", "claim_condition", "claimed_elsewhere"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from tenancy_app.models import RuntimeToken, Tenant
 from tenancy_app.scoping import in_tenant

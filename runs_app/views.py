@@ -8,7 +8,7 @@ from __future__ import annotations
 from django import forms
 from django.views.decorators.http import require_GET
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.htmx import render_page
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.pages import keyset_page

@@ -16,7 +16,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.api import DEFAULT_LIMIT, keyset_page, not_found_first, validated
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_WRITE, error
 from stateroom.contract import NoQuery, query

@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models import F, Func
 from django.db.models.functions import Upper
 
+from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
 from tenancy_app.models import TenantOwned
 
 
@@ -33,7 +34,9 @@ class Session(TenantOwned):
     lease_until = models.DateTimeField()
     # The lease's length: every activity (append, attach, detach, heartbeat)
     # renews `lease_until` to now + this. Default from the tenant.
-    lease_seconds = models.IntegerField(default=30 * 86400, db_default=30 * 86400)
+    lease_seconds = models.IntegerField(
+        default=DEFAULT_SESSION_LEASE_SECONDS, db_default=DEFAULT_SESSION_LEASE_SECONDS
+    )
     revision = models.BigIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
     legal_hold = models.BooleanField(default=False)

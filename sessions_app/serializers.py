@@ -20,14 +20,13 @@ from stateroom.contract import (
     limit_field,
     worker_field,
 )
+from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS
 
 from .models import SessionStatus
 from .store import (
-    DEFAULT_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
-    MAX_LEASE_SECONDS,
     MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
     MAX_USER_ID_LENGTH,
@@ -37,11 +36,11 @@ from .store import (
 def lease_seconds_field(**kwargs) -> serializers.IntegerField:
     return StrictIntegerField(
         min_value=1,
-        max_value=MAX_LEASE_SECONDS,
+        max_value=MAX_SESSION_LEASE_SECONDS,
         help_text=(
-            f"The lease's length, 1-{MAX_LEASE_SECONDS} s; every activity (append, attach, "
+            f"The lease's length, 1-{MAX_SESSION_LEASE_SECONDS} s; every activity (append, attach, "
             "detach, heartbeat) renews it for this long. Default: the tenant's "
-            f"(30 days, {DEFAULT_LEASE_SECONDS} s, unless set)"
+            f"(30 days, {DEFAULT_SESSION_LEASE_SECONDS} s, unless set)"
         ),
         **kwargs,
     )

@@ -36,8 +36,8 @@ from typing import Any
 
 from .canonical import MAX_SAFE_INTEGER
 from .errors import StateroomError, Unprocessable
+from .jsondata import MAX_DEPTH
 
-MAX_DEPTH = 64
 MAX_KEYS = 1000
 _BOM = b"\xef\xbb\xbf"
 _PATH_CHARS = 200

@@ -106,7 +106,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Notes requests from a proxy whose X-Forwarded-For is not trusted (check --deploy).
-    "tenancy_app.proxy.ForwardedForWatchMiddleware",
+    "audit_app.proxy.ForwardedForWatchMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "stateroom.edge.LengthRequiredMiddleware",
     "tenancy_app.middleware.RequestSizeLimitMiddleware",

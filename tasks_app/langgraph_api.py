@@ -24,7 +24,7 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.api import DEFAULT_LIMIT, not_found_first, validated
 from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (

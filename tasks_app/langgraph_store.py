@@ -36,11 +36,11 @@ from django.db.models import Exists, F, Func, OuterRef, Subquery
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id
+from stateroom.jsondata import storable_json
 from stateroom.sql import hot_cursor
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
-from .state import storable_json
 
 _TASKS = Task._meta.db_table
 _CHECKPOINTS = GraphCheckpoint._meta.db_table

@@ -19,14 +19,14 @@ from typing import Any
 from django.db import IntegrityError
 from django.db.models import Q, QuerySet
 
-from approvals_app.models import ApprovalRequest
-from effects_app.models import ExternalEffect
+from stateroom import ports
 from stateroom.content import TASK, Batch, ContentClass, content_class, redact_in_key_order
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
+from stateroom.jsondata import ensure_domain_data, storable_json
 from stateroom.rows import from_row, from_values
 from stateroom.sql import columns, hot_cursor
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from .models import (
     TERMINAL_TASK_STATUSES,
@@ -37,7 +37,7 @@ from .models import (
     TaskCheckpoint,
     TaskStatus,
 )
-from .state import DurableTaskState, ensure_domain_data, storable_json
+from .state import DurableTaskState
 
 _TERMINAL = sorted(TERMINAL_TASK_STATUSES)
 assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint
@@ -533,21 +533,17 @@ class TaskStateStore(BaseStore):
 
     def _require_ids(self, changes: dict[str, Any]) -> None:
         """Approval and effect ids in the state name objects of this tenant (404 otherwise)."""
-        for field, model, column in (
-            ("pending_approvals", ApprovalRequest, "approval_id"),
-            ("external_effect_records", ExternalEffect, "effect_id"),
+        for field, kind in (
+            ("pending_approvals", "approval"),
+            ("external_effect_records", "effect"),
         ):
             wanted = set(changes.get(field) or ())
             if not wanted:
                 continue
-            found = set(
-                model.objects.filter(tenant=self.tenant, **{f"{column}__in": wanted}).values_list(
-                    column, flat=True
-                )
-            )
+            found = ports.found_ids(kind, self.tenant, wanted)
             if missing := sorted(wanted - found):
                 raise NotFound(
-                    f"No such {column.removesuffix('_id')}: {', '.join(missing[:5])}.",
+                    f"No such {kind}: {', '.join(missing[:5])}.",
                     details={field: missing},
                 )
 

@@ -12,7 +12,7 @@ from django import forms
 from django.http import Http404
 from django.views.decorators.http import require_GET
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from stateroom.htmx import render_page
 from stateroom.jsonview import diff, pretty

@@ -8,4 +8,4 @@ class TenancyConfig(AppConfig):
     def ready(self) -> None:
         from stateroom import edge  # noqa: F401  (starts the session clock at each login)
 
-        from . import login, proxy, schema  # noqa: F401  (signal receivers; the deploy check; the OpenAPI auth extension)
+        from . import login, schema  # noqa: F401  (signal receivers; the OpenAPI auth extension)

@@ -27,8 +27,8 @@ from django_otp import devices_for_user, user_has_device
 from django_otp import login as otp_login
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from audit_app.actor import Actor
-from audit_app.services import record_event
+from stateroom import ports
+from stateroom.actor import Actor
 
 from .access import memberships_of
 from .models import Membership, Role
@@ -140,7 +140,7 @@ def _audit_user(user, action: str, actor: Actor, **after) -> None:
     """One event in each tenant the user belongs to."""
     for membership in memberships_of(user.pk):
         with in_tenant(membership.tenant):
-            record_event(
+            ports.audit().record_event(
                 tenant=membership.tenant,
                 actor=actor,
                 action=action,

@@ -10,8 +10,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect
 from django_scopes import scope
 
-from audit_app.actor import Actor
-from audit_app.services import DENIED_TARGET_CHARS, record_access_denied, security_log
+from stateroom import ports
+from stateroom.actor import Actor
 
 from .access import memberships_of
 from .auth import resolve_bearer
@@ -165,18 +165,15 @@ def _denied_elsewhere(request) -> None:
     for membership in own:
         _denied(request, membership.tenant, 404, "not_a_member")
     if not own:
-        security_log.warning(
-            "access denied: %s %s %s -> 404 not_a_member",
-            Actor.from_request(request).label,
-            request.method,
-            request.path[:DENIED_TARGET_CHARS],
+        ports.audit().log_not_a_member(
+            actor=Actor.from_request(request), method=request.method, path=request.path
         )
 
 
 def _denied(request, tenant: Tenant, status: int, code: str) -> None:
     """Record a refused attempt (`access.denied`, rate-limited) after its rollback."""
     try:
-        record_access_denied(
+        ports.audit().record_access_denied(
             tenant=tenant,
             actor=Actor.from_request(request),
             method=request.method,

@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django_scopes import ScopedManager
 
+from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
+
 
 class Role(models.TextChoices):
     SUPPORT = "support", "Support"
@@ -34,7 +36,9 @@ class Tenant(models.Model):
     require_2fa = models.BooleanField(default=False)
     # The lease of a new session unless it asks for another (seed 004): every
     # activity renews it for this long. 30 days, at most 30 days.
-    session_lease_seconds = models.PositiveIntegerField(default=30 * 86400, db_default=30 * 86400)
+    session_lease_seconds = models.PositiveIntegerField(
+        default=DEFAULT_SESSION_LEASE_SECONDS, db_default=DEFAULT_SESSION_LEASE_SECONDS
+    )
     # A running run that no worker has held for this long is flagged "waiting for a
     # worker" (console and API `unclaimed_since`): resumed or decided, nobody claimed it.
     unclaimed_run_warning_seconds = models.PositiveIntegerField(default=120, db_default=120)

@@ -12,18 +12,17 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom import egress
 from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.leases import MAX_CLAIM_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS
 from stateroom.reasons import MAX_REASON_LENGTH
+from stateroom.store import BaseStore
 
-from .base_store import BaseStore
 from .models import Membership, RetentionPolicy, Role, RuntimeToken, Tenant, TokenRole, hash_secret
 
-MAX_LEASE = 30 * 86400  # the longest session lease (seed 004: a lease, not forever)
-# The longest wait before a running run nobody holds is flagged: a day, the longest
-# claim lease (runs_app MAX_LEASE_SECONDS); tenancy cannot import runs.
-MAX_UNCLAIMED_WARNING = 86400
+# The longest wait before a running run nobody holds is flagged: the longest claim lease.
+MAX_UNCLAIMED_WARNING = MAX_CLAIM_LEASE_SECONDS
 # The limits of the console's tenancy forms (their maxlength comes from here too).
 MAX_TOKEN_NAME_LENGTH = RuntimeToken._meta.get_field("name").max_length
 MAX_WEBHOOK_URL_LENGTH = RuntimeToken._meta.get_field("webhook_url").max_length
@@ -269,11 +268,13 @@ class TenancyStore(BaseStore):
         if (
             isinstance(seconds, bool)
             or not isinstance(seconds, int)
-            or not 1 <= seconds <= MAX_LEASE
+            or not 1 <= seconds <= MAX_SESSION_LEASE_SECONDS
         ):
             raise Unprocessable(
                 "The session lease is from 1 second to 30 days.",
-                details={"session_lease_seconds": [f"an integer from 1 to {MAX_LEASE}"]},
+                details={
+                    "session_lease_seconds": [f"an integer from 1 to {MAX_SESSION_LEASE_SECONDS}"]
+                },
             )
         self._change_setting("session_lease_seconds", seconds)
 

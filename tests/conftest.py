@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.database import as_app, as_owner
 from tenancy_app.models import Membership, Role, Tenant, TokenRole
 from tenancy_app.scoping import in_tenant

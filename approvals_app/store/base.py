@@ -18,7 +18,7 @@ from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES
 from stateroom.canonical import canonical_json, digest
 from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 from tenancy_app.models import RuntimeToken
 
 from ..models import ApprovalRequest, ApprovalStatus

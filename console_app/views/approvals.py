@@ -12,10 +12,10 @@ from approvals_app.models import ApprovalRequest, ApprovalStatus
 from approvals_app.presentation import argument_tree, arguments_problem, schema_changes
 from approvals_app.store import ApprovalStore
 from approvals_app.views import inbox_page, quick_approvable
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.jsonview import diff, highlight_json, pretty

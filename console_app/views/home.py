@@ -4,10 +4,10 @@ from django.db.models import Count
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 
 

@@ -17,10 +17,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from actions_app.runs import RunActions
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.models import Run, RunStatus
 from runs_app.store import NON_TERMINAL_STATUSES, RunStateStore, check_reason
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment

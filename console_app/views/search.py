@@ -8,8 +8,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from sessions_app.store import HIGHLIGHT_START, HIGHLIGHT_STOP, SessionStore
+from stateroom.actor import Actor
 from stateroom.htmx import render_page
 from stateroom.pages import parse_cursor
 from tenancy_app.access import require_permission

@@ -18,7 +18,6 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from audit_app.actor import Actor
 from lifecycle_app.deletion import DeletionStore
 from lifecycle_app.endings import SessionEndings
 from lifecycle_app.views import job_progress
@@ -26,6 +25,7 @@ from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session, SessionStatus
 from sessions_app.store import MAX_USER_ID_LENGTH, SessionStore, check_reason
 from sessions_app.views import ReasonForm
+from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment

@@ -5,9 +5,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from audit_app.actor import Actor
 from lifecycle_app import retention
 from lifecycle_app.content import CLASSES
+from stateroom.actor import Actor
 from stateroom.htmx import redirect_after_post
 from tenancy_app.access import require_permission
 from tenancy_app.forms import RetentionForm

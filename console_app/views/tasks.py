@@ -8,9 +8,9 @@ from django.http import Http404
 from django.views.decorators.http import require_GET
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from stateroom.htmx import render_page
 from stateroom.pages import parse_cursor

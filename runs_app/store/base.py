@@ -9,7 +9,7 @@ from typing import Any
 from stateroom.errors import Conflict, ContentDeleted, NotFound
 from stateroom.sql import db_value, hot_cursor
 from tasks_app.models import TaskCheckpoint
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from ..claims import claim_condition, claimed_elsewhere
 from ..models import Run, RunTransition

@@ -12,7 +12,9 @@ from ..models import TERMINAL_RUN_STATUSES, Run, RunStatus
 from .base import RunStoreBase
 from .sql import Transition
 from .state import NO_CLAIM, NON_TERMINAL_STATUSES, NOT_FENCED, UNCLAIMED_STATUSES, allowed_from
-from .validation import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, clean_changes
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
+
+from .validation import clean_changes
 
 
 def _cas_sets(values: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -102,7 +104,7 @@ class RunTransitions(RunStoreBase):
         run_id: str,
         worker: str,
         expected_version: int,
-        lease_seconds: int = DEFAULT_LEASE_SECONDS,
+        lease_seconds: int = DEFAULT_CLAIM_LEASE_SECONDS,
     ) -> Run:
         """Make `worker` the run's only writer until the lease ends; version + 1.
 
@@ -119,11 +121,11 @@ class RunTransitions(RunStoreBase):
         if (
             isinstance(lease_seconds, bool)
             or not isinstance(lease_seconds, int)
-            or not 1 <= lease_seconds <= MAX_LEASE_SECONDS
+            or not 1 <= lease_seconds <= MAX_CLAIM_LEASE_SECONDS
         ):
             raise Unprocessable(
                 "lease_seconds out of range.",
-                details={"lease_seconds": [f"from 1 to {MAX_LEASE_SECONDS}"]},
+                details={"lease_seconds": [f"from 1 to {MAX_CLAIM_LEASE_SECONDS}"]},
             )
         now = self.now()
         claim_until = now + timedelta(seconds=lease_seconds)

@@ -7,7 +7,9 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from stateroom.canonical import MAX_SAFE_INTEGER
 from stateroom.errors import Unprocessable, field_path
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id
 
 from ..models import Run, RunStatus
@@ -34,7 +36,7 @@ STRING_LIMITS = {
     "last_checkpoint_id": 128,
 }
 _COUNTERS = ("turn_index", "token_used")
-MAX_COUNTER = 2**53 - 1  # I-JSON: every JSON reader keeps it exactly
+MAX_COUNTER = MAX_SAFE_INTEGER  # I-JSON: every JSON reader keeps it exactly
 # cost_used is DECIMAL(18, 6) (Run.cost_used): what the column would round (a 7th
 # decimal place) or cannot hold (13 digits before the point) is refused, by
 # `cost_value`; the API's field calls it too (runs_app.api.CostField).
@@ -44,8 +46,6 @@ _MAX_COST_EXPONENT = COST_MAX_DIGITS - COST_DECIMAL_PLACES
 _MAX_COST = Decimal(10) ** _MAX_COST_EXPONENT
 MAX_EVENTS_PER_APPEND = 1000
 MAX_EVENT_TYPE_LENGTH = 64
-MAX_LEASE_SECONDS = 86400
-DEFAULT_LEASE_SECONDS = 60
 
 
 def cost_value(value: Any) -> Decimal:

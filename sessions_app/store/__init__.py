@@ -32,11 +32,9 @@ from .content import CONTENT, SESSION_ITEMS, SESSION_METADATA, SessionContent
 from .reads import HIGHLIGHT_START, HIGHLIGHT_STOP, ItemHit, SessionReads, StoredItem
 from .transitions import SessionTransitions
 from .validation import (
-    DEFAULT_LEASE_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_ITEM_TYPE_LENGTH,
     MAX_ITEMS_PER_APPEND,
-    MAX_LEASE_SECONDS,
     MAX_REASON_LENGTH,
     MAX_ROLE_LENGTH,
     MAX_USER_ID_LENGTH,
@@ -51,14 +49,12 @@ class SessionStore(SessionReads, SessionTransitions, SessionAppends, SessionCont
 
 __all__ = [
     "CONTENT",
-    "DEFAULT_LEASE_SECONDS",
     "HIGHLIGHT_START",
     "HIGHLIGHT_STOP",
     "LIVE_STATUSES",
     "MAX_IDEMPOTENCY_KEY_LENGTH",
     "MAX_ITEMS_PER_APPEND",
     "MAX_ITEM_TYPE_LENGTH",
-    "MAX_LEASE_SECONDS",
     "MAX_REASON_LENGTH",
     "MAX_ROLE_LENGTH",
     "MAX_USER_ID_LENGTH",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runs_app.models import Run
+from stateroom import ports
 from stateroom.canonical import digest as canonical_digest
 from stateroom.errors import Conflict, NotFound, StateroomError, Unprocessable
 from stateroom.ids import MAX_WORKER_LENGTH, PUBLIC_ID_RULE, is_valid_public_id
@@ -21,7 +21,6 @@ _SESSIONS = Session._meta.db_table
 _ITEMS = SessionItem._meta.db_table
 _APPENDS = ItemAppend._meta.db_table
 _ATTACHMENTS = SessionAttachment._meta.db_table
-_RUNS = Run._meta.db_table
 
 
 @dataclass(frozen=True)
@@ -102,19 +101,21 @@ class SessionAppends(SessionStoreBase):
         ]
         if run_id:
             # The writing run must be attached to this session, or be one of its runs.
+            runs = ports.session_runs()
             sql += (
                 f" AND (EXISTS (SELECT 1 FROM {_ATTACHMENTS} a WHERE a.tenant_id = %s"
                 f" AND a.session_id = {_SESSIONS}.id AND a.run_id = %s AND a.detached_at IS NULL)"
-                f" OR EXISTS (SELECT 1 FROM {_RUNS} r WHERE r.tenant_id = %s AND r.run_id = %s"
+                f" OR EXISTS (SELECT 1 FROM {runs.table} r WHERE r.tenant_id = %s AND r.run_id = %s"
                 f" AND r.session_id = {_SESSIONS}.id))"
             )
             params += [self.tenant.pk, run_id, self.tenant.pk, run_id]
-            # ...and no other worker's claim on the run may be live.
+            # ...and no other worker's claim on the run may be live (runs_app.claims).
+            free, free_params = runs.claim_free_sql(worker, now, "w")
             sql += (
-                f" AND NOT EXISTS (SELECT 1 FROM {_RUNS} w WHERE w.tenant_id = %s AND w.run_id = %s"
-                " AND w.claimed_by <> '' AND w.claimed_by <> %s AND w.claim_until > %s)"
+                f" AND NOT EXISTS (SELECT 1 FROM {runs.table} w WHERE w.tenant_id = %s"
+                f" AND w.run_id = %s AND NOT {free})"
             )
-            params += [self.tenant.pk, run_id, worker or "", now]
+            params += [self.tenant.pk, run_id, *free_params]
         return sql + " FOR UPDATE", params
 
     def _append_in_one_statement(
@@ -220,7 +221,7 @@ class SessionAppends(SessionStoreBase):
             if previous is not None:
                 return _replay(previous, digest)
             # Every id in a body names an object of this tenant, as a path id does.
-            if run_id and not Run.objects.filter(tenant=self.tenant, run_id=run_id).exists():
+            if run_id and not ports.session_runs().exists(self.tenant, run_id):
                 raise NotFound("No such run.", details={"run_id": run_id})
             if session.content_fenced_at is not None:
                 raise Conflict(
@@ -250,31 +251,14 @@ class SessionAppends(SessionStoreBase):
 
     def _refuse_claimed(self, run_id: str, worker: str | None) -> None:
         """409 `run_claimed` when another worker's claim on the run is live."""
-        run = (
-            Run.objects.filter(tenant=self.tenant, run_id=run_id)
-            .only("claimed_by", "claim_until")
-            .first()
-        )
-        if (
-            run is not None
-            and run.claimed_by not in ("", worker)
-            and run.claim_until is not None
-            and run.claim_until > self.now()
-        ):
-            raise Conflict(
-                "Another worker holds the run.",
-                code="run_claimed",
-                details={
-                    "claimed_by": run.claimed_by,
-                    "claim_until": run.claim_until.isoformat(),
-                },
-            )
+        refusal = ports.session_runs().refuse_claimed(self.tenant, run_id, worker, self.now())
+        if refusal is not None:
+            raise refusal
 
     def _run_writes_to(self, session: Session, run_id: str) -> bool:
-        return (
-            self._open_attachments_query().filter(session=session, run_id=run_id).exists()
-            or Run.objects.filter(tenant=self.tenant, run_id=run_id, session=session).exists()
-        )
+        return self._open_attachments_query().filter(
+            session=session, run_id=run_id
+        ).exists() or ports.session_runs().of_session(self.tenant, run_id, session)
 
 
 def _append_statement(claim: str, recorded: str) -> str:

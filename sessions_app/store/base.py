@@ -19,10 +19,10 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
-from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound
-from tenancy_app.base_store import BaseStore
+from stateroom.store import BaseStore
 
 from ..models import Session, SessionAttachment, SessionStatus
 from ..signals import session_ended

@@ -20,15 +20,14 @@ from datetime import timedelta
 from django.db import IntegrityError
 
 from audit_app.services import record_event
-from runs_app.models import Run
+from stateroom import ports
 from stateroom.errors import Conflict, Forbidden, NotFound, StateroomError, Unprocessable
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
+from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS
 
 from ..models import Session, SessionAttachment, SessionStatus
 from .base import LIVE_STATUSES, OPEN_ATTACHMENTS_ATTR, SessionStoreBase
 from .validation import (
-    DEFAULT_LEASE_SECONDS,
-    MAX_LEASE_SECONDS,
     check_reason,
     json_problem,
     lease_errors,
@@ -307,7 +306,7 @@ class SessionTransitions(SessionStoreBase):
     def default_lease_seconds(self) -> int:
         """The lease length of a new session: the tenant's, at most the maximum."""
         tenant_default = getattr(self.tenant, "session_lease_seconds", None)
-        return min(tenant_default or DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS)
+        return min(tenant_default or DEFAULT_SESSION_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS)
 
     @staticmethod
     def _renew(session: Session, now, lease_seconds: int | None) -> None:
@@ -319,7 +318,7 @@ class SessionTransitions(SessionStoreBase):
 
     def _require_run(self, run_id: str) -> None:
         """A run id in a body names a run of this tenant (404 otherwise, as for a path id)."""
-        if not Run.objects.filter(tenant=self.tenant, run_id=run_id).exists():
+        if not ports.session_runs().exists(self.tenant, run_id):
             raise NotFound("No such run.", details={"run_id": run_id})
 
     def _authorize(self, session: Session, *, user_id: str, expected_revision: int) -> None:
@@ -349,11 +348,7 @@ class SessionTransitions(SessionStoreBase):
                 code="session_busy",
                 details={"attached_run_ids": attached_ids},
             )
-        owner = (
-            Run.objects.filter(tenant=self.tenant, run_id=run_id)
-            .values_list("session_id", flat=True)
-            .first()
-        )
+        owner = ports.session_runs().session_pk(self.tenant, run_id)
         elsewhere = (
             SessionAttachment.objects.filter(
                 tenant=self.tenant, run_id=run_id, detached_at__isnull=True

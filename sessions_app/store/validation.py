@@ -14,13 +14,9 @@ from typing import Any
 
 from stateroom.errors import Unprocessable, field_path
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id
+from stateroom.leases import MAX_SESSION_LEASE_SECONDS
 from stateroom.reasons import MAX_REASON_LENGTH, check_reason  # noqa: F401 (re-exported)
 
-# A session's lease (seed 004) is renewed by every activity for its length;
-# the default length is the tenant's (`Tenant.session_lease_seconds`), this
-# unless the tenant set another.
-DEFAULT_LEASE_SECONDS = 30 * 86400
-MAX_LEASE_SECONDS = 30 * 86400
 MAX_ITEMS_PER_APPEND = 1000
 MAX_USER_ID_LENGTH = 128
 MAX_ROLE_LENGTH = 32
@@ -75,9 +71,9 @@ def lease_errors(lease_seconds: Any) -> dict[str, list[str]]:
     if (
         isinstance(lease_seconds, bool)
         or not isinstance(lease_seconds, int)
-        or not 1 <= lease_seconds <= MAX_LEASE_SECONDS
+        or not 1 <= lease_seconds <= MAX_SESSION_LEASE_SECONDS
     ):
-        return {"lease_seconds": [f"must be an integer from 1 to {MAX_LEASE_SECONDS}"]}
+        return {"lease_seconds": [f"must be an integer from 1 to {MAX_SESSION_LEASE_SECONDS}"]}
     return {}
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from actions_app.runs import RunActions
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from audit_app.models import AuditEvent
 from runs_app.models import Run, RunTransition
 from runs_app.store import RunStateStore

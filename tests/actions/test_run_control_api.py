@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from actions_app.runs import RunActions
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent, AuditPayload
 from runs_app.models import Run, RunTransition
+from stateroom.actor import Actor
 from stateroom.reasons import MAX_REASON_LENGTH
 from tenancy_app.scoping import in_tenant
 from tests.actions.test_run_control import make_run

@@ -6,9 +6,9 @@ from django.db import transaction
 from actions_app.runs import RunActions
 from actions_app.tasks import sweep_overdue_runs
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from runs_app.models import Run
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 

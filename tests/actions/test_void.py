@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 
 from actions_app.approvals import ApprovalActions
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.store import EffectStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant

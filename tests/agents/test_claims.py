@@ -160,8 +160,8 @@ def test_a_resumer_that_loses_the_race_reports_it_lost_not_succeeded(
 def test_killed_in_the_tool_settled_and_resumed_the_run_succeeds_without_error(
     worker, server, client, operator, refund_log, admin_a
 ):
-    from audit_app.actor import Actor
     from effects_app.store import EffectStore
+    from stateroom.actor import Actor
 
     _start(server, "pay-k")
     operator.decide_approval(f"pay-k:{CALL}", decision="approve", reason="ok")

@@ -20,10 +20,10 @@ from agents import Agent, RunConfig, Runner, function_tool
 from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.store import EffectStore
 from runs_app.models import Run
+from stateroom.actor import Actor
 from stateroom_client import AsyncStateroomClient, NotFound, StateroomClient, ValidationError
 from stateroom_client.agents import (
     ApprovalGate,

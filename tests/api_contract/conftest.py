@@ -4,13 +4,13 @@ import pytest
 from django.test import Client
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from lifecycle_app.deletion import DeletionStore
 from lifecycle_app.endings import SessionEndings
 from lifecycle_app.erasure import ErasureStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tasks_app.langgraph_store import Blob, GraphThreadStore, Value
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
 from effects_app.models import ExternalEffect
 from runs_app.models import RunEvent
 from sessions_app.models import Session, SessionItem
+from stateroom.actor import Actor
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant

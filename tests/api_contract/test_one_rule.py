@@ -19,7 +19,6 @@ from approvals_app.store import (
     MAX_TOOL_NAME_LENGTH,
     ApprovalStore,
 )
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from lifecycle_app import deletion
 from lifecycle_app.erasure import ErasureStore
@@ -30,6 +29,7 @@ from runs_app.store import (
     RunStateStore,
 )
 from sessions_app.store import MAX_REASON_LENGTH, MAX_USER_ID_LENGTH, SessionStore
+from stateroom.actor import Actor
 from stateroom.contract import flatten
 from stateroom.errors import NotFound, Unprocessable, field_path
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH, MAX_WORKER_LENGTH, PUBLIC_ID_RULE

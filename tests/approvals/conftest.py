@@ -4,7 +4,7 @@ import pytest
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 
 from ..runs.conftest import Clock, make_run

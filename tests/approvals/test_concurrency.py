@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 

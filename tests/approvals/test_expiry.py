@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 
 from actions_app.runs import RunActions
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 

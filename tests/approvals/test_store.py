@@ -6,8 +6,8 @@ import pytest
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import call_digest
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant

@@ -3,8 +3,8 @@
 import pytest
 
 from actions_app.approvals import ApprovalActions
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant

@@ -14,7 +14,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from approvals_app.tasks import notify_decision
 from approvals_app.webhook_payloads import delivery_id, new_secret
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

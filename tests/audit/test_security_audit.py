@@ -9,11 +9,11 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from audit_app.actor import Actor
 from audit_app.anchor import latest_anchors, write_anchors
 from audit_app.models import AuditEvent
 from audit_app.services import _legacy_hash, record_event, verify_chain
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.infra import admin_connection

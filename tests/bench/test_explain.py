@@ -13,11 +13,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from audit_app.actor import Actor
 from bench.generate import TIMELINE_SESSION, pid
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login

@@ -4,9 +4,9 @@ import re
 
 from playwright.sync_api import expect
 
-from audit_app.actor import Actor
 from lifecycle_app.deletion import DeletionStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.console_data.conftest import RUNTIME, build_world
 

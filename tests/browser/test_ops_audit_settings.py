@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tests.console_ops.conftest import record_audit  # noqa: F401 - fixture
 

@@ -11,9 +11,9 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from demo_app.data import DEMO_PASSWORD, demo_username, ensure_people
 from demo_app.scenarios import load_scenarios
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
 

@@ -508,7 +508,7 @@ def test_run_control_by_an_operator_token_and_the_runtime_that_made_the_run(
 
 def test_runs_waiting_for_a_worker_are_listed_with_since_when(server, client):
     from actions_app.runs import RunActions
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
     from tenancy_app.scoping import in_tenant
 
     run = client.create_run(run_id="r-idle")

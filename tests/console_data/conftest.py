@@ -10,10 +10,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 

@@ -20,7 +20,6 @@ from approvals_app.store import (
     MAX_RESPONSE_LENGTH,
     MAX_TOOL_NAME_LENGTH,
 )
-from audit_app.actor import Actor
 from console_app.context_processors import LIMITS
 from console_app.views.search import MAX_QUERY
 from effects_app.models import ExternalEffect
@@ -32,6 +31,7 @@ from runs_app.store import STRING_LIMITS, RunStateStore
 from sessions_app.models import Session
 from sessions_app.store import MAX_REASON_LENGTH as SESSION_REASON
 from sessions_app.store import MAX_USER_ID_LENGTH, SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Unprocessable
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from tenancy_app.login import CODE_DIGITS

@@ -178,7 +178,7 @@ def _resumed_long_ago(tenant, run_id="r-1", minutes=15):
     from django.utils import timezone
 
     from actions_app.runs import RunActions
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
 
     make_run(tenant, run_id=run_id)
     then = timezone.now() - timedelta(minutes=minutes)
@@ -205,8 +205,8 @@ def test_the_run_page_says_why_and_that_nobody_holds_the_run(tenant_a, support_a
 
 
 def test_a_run_held_by_a_worker_or_just_resumed_shows_no_warning(tenant_a, support_a):
-    from audit_app.actor import Actor
     from runs_app.store import RunStateStore
+    from stateroom.actor import Actor
 
     run = make_run(tenant_a, run_id="r-held")
     with in_tenant(tenant_a):

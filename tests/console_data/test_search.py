@@ -8,9 +8,9 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from sessions_app.models import SessionItem
 from sessions_app.store import SessionStore, reads
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_data.conftest import RUNTIME, layout_queries

@@ -250,7 +250,7 @@ def test_failed_task_says_why_and_lists_nodes_in_the_order_done(tenant_a, suppor
 
 def test_waiting_task_says_what_it_waits_for(tenant_a, support_a):
     from actions_app.runs import RunActions
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
 
     _task_with_runs(tenant_a, "t-w", status="waiting", nodes=["a"])
     with in_tenant(tenant_a):

@@ -7,9 +7,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from audit_app.actor import Actor
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_data.conftest import RUNTIME, add_items, request_queries

@@ -3,8 +3,8 @@
 import pytest
 from django.test import Client
 
-from audit_app.actor import Actor
 from audit_app.services import record_event
+from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from tenancy_app.scoping import in_tenant
 

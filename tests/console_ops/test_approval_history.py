@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_ops.conftest import make_pending, queries

@@ -7,9 +7,9 @@ from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent, AuditPayload
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from tenancy_app.models import Role, Tenant
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login

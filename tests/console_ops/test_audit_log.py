@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from audit_app import views as audit_views
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_ops.conftest import queries

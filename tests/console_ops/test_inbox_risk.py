@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
 from approvals_app.urgency import urgency
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login

@@ -5,10 +5,10 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from sessions_app.models import SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.models import Membership, RetentionPolicy, Role, Tenant
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login

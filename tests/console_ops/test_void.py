@@ -6,8 +6,8 @@ import pytest
 
 from actions_app.approvals import ApprovalActions
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_ops.conftest import make_pending, queries

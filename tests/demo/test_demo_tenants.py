@@ -3,7 +3,7 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from audit_app.models import AuditEvent
 from audit_app.services import verify_chain
 from demo_app.data import ensure_people

@@ -1,9 +1,9 @@
 import pytest
 
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.models import Run
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 
 

@@ -17,10 +17,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from stateroom.errors import StateroomError
 from tenancy_app.scoping import in_tenant
 

@@ -5,9 +5,9 @@ import threading
 import pytest
 from django.db import connection
 
-from audit_app.actor import Actor
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
+from stateroom.actor import Actor
 from stateroom.errors import StateroomError
 from tenancy_app.scoping import in_tenant
 

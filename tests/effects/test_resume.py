@@ -7,9 +7,9 @@ calling out. `Mailer` is the outside world: it counts real executions.
 
 import pytest
 
-from audit_app.actor import Actor
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 

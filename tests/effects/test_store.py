@@ -3,10 +3,10 @@ import socket
 import pytest
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
 from effects_app.store import request_digest
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, Forbidden, NotFound, Unprocessable
 from tenancy_app.scoping import in_tenant
 

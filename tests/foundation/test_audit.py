@@ -4,10 +4,10 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent, AuditPayload
 from audit_app.services import GENESIS_HASH, payload_digest, record_event, verify_chain
 from audit_app.store import AuditStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 
 

@@ -6,14 +6,14 @@ microsecond, in every store.
 
 from datetime import UTC, datetime, timedelta
 
-from audit_app.actor import Actor
 from effects_app.store import EffectStore
 from runs_app.models import Run
 from runs_app.store import RunStateStore
 from sessions_app.models import Session, SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
+from stateroom.canonical import canonical_json
 from tasks_app.models import Task, TaskCheckpoint
-from tasks_app.state import canonical_json
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from approvals_app.tasks import notify_decision
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom import egress
 from stateroom.errors import Unprocessable
 from tenancy_app.models import RuntimeToken

@@ -17,12 +17,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from audit_app.actor import Actor
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
 from runs_app.store import RunStateStore
 from sessions_app.models import SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant

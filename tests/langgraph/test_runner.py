@@ -10,7 +10,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom_client import ValidationError
 from stateroom_client.langgraph import GraphRunner, StateroomSaver, stateroom_interrupt
 from stateroom_client.langgraph.runtime import Asked, inbox_request

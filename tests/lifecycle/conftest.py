@@ -12,12 +12,12 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.models import EffectStatus, ExternalEffect
 from runs_app.models import Run, RunEvent, RunStatus
 from sessions_app.models import Session, SessionAttachment, SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant

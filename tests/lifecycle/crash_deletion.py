@@ -13,8 +13,8 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stateroom.test_settings")
 django.setup()
 
-from audit_app.actor import Actor  # noqa: E402
 from lifecycle_app.deletion import DeletionStore  # noqa: E402
+from stateroom.actor import Actor  # noqa: E402
 from tenancy_app.models import Tenant  # noqa: E402
 from tenancy_app.scoping import in_tenant  # noqa: E402
 

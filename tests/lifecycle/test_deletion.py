@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
@@ -17,6 +16,7 @@ from runs_app.models import RunEvent
 from runs_app.store import RunStateStore
 from sessions_app.models import Session, SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tasks_app.models import TaskCheckpoint
 from tasks_app.store import TaskStateStore

@@ -18,7 +18,6 @@ from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from lifecycle_app.endings import SessionEndings
 from lifecycle_app.tasks import sweep_expired_sessions
@@ -26,6 +25,7 @@ from runs_app.models import Run
 from runs_app.store import RunStateStore
 from sessions_app.models import Session
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 from tests.approvals.test_webhooks import Receiver, webhook_token

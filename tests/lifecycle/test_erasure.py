@@ -14,12 +14,12 @@ import pytest
 from django.test import Client
 
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from lifecycle_app.models import Erasure
 from runs_app.models import RunEvent
 from sessions_app.models import Session, SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_data.conftest import layout_queries

@@ -17,7 +17,6 @@ from django.test import Client
 from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from effects_app.models import ExternalEffect
 from effects_app.store import EffectStore
@@ -26,6 +25,7 @@ from runs_app.models import NodeExecution, Run, RunEvent
 from runs_app.store import RunStateStore
 from sessions_app.models import Session, SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.store import TaskStateStore

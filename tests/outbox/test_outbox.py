@@ -134,7 +134,7 @@ def test_with_the_broker_down_the_api_keeps_serving_and_the_job_waits(tenant_a, 
     """A decision through the API while Redis refuses: 200 at once, its webhook job kept."""
     from django.test import Client
 
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
     from tenancy_app.store import TenancyStore
     from tests.approvals.conftest import make_approval
 

@@ -10,9 +10,9 @@ import django
 
 django.setup()
 
-from audit_app.actor import Actor  # noqa: E402
 from console_app.export import transcript  # noqa: E402
 from sessions_app.store import SessionStore  # noqa: E402
+from stateroom.actor import Actor  # noqa: E402
 from tenancy_app.models import Tenant  # noqa: E402
 from tenancy_app.scoping import in_tenant  # noqa: E402
 

@@ -5,11 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from runs_app.models import Run
 from runs_app.store import RunStateStore
 from sessions_app.models import Session
+from stateroom.actor import Actor
 from tasks_app.models import Task, TaskCheckpoint
 from tenancy_app.scoping import in_tenant
 

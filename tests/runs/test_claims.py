@@ -6,7 +6,7 @@ import pytest
 
 from actions_app.runs import RunActions
 from approvals_app.store import ApprovalStore
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 

@@ -100,8 +100,8 @@ def test_two_overdue_sweeps_at_once_fail_each_run_once(tenant_a):
 
     from django.utils import timezone
 
-    from audit_app.actor import Actor
     from audit_app.models import AuditEvent
+    from stateroom.actor import Actor
 
     past = timezone.now() - timedelta(minutes=1)
     for n in range(30):

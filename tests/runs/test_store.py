@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit_app.actor import Actor
 from runs_app.models import RUN_TRANSITIONS, TERMINAL_RUN_STATUSES, RunStatus
 from runs_app.store import MAX_COUNTER
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.ids import PUBLIC_ID_RULE
 from tenancy_app.scoping import in_tenant

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 
 from actions_app.runs import RunActions
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from runs_app.store import RunStateStore
+from stateroom.actor import Actor
 from stateroom.errors import Unprocessable
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

@@ -1,8 +1,8 @@
 """Seed 000, "how to verify": state ownership across Session, Run and Task."""
 
-from audit_app.actor import Actor
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 
 

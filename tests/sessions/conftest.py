@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from runs_app.models import Run
 from sessions_app.models import ItemAppend, Session, SessionAttachment, SessionItem
 from sessions_app.store import SessionStore
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
 

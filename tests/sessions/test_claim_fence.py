@@ -9,10 +9,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from audit_app.actor import Actor
 from runs_app.models import Run
 from runs_app.store import RunStateStore
 from sessions_app.models import SessionItem
+from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 
 from .conftest import make_session

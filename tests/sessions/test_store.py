@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from audit_app.actor import Actor
 from runs_app.models import Run
 from sessions_app.models import ItemAppend, Session, SessionAttachment, SessionItem
 from sessions_app.store import SessionRefusal
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tenancy_app.scoping import in_tenant
 

@@ -2,9 +2,9 @@ import pytest
 from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
-from audit_app.actor import Actor
 from effects_app.models import ExternalEffect
 from runs_app.models import Run
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 

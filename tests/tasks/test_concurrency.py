@@ -6,7 +6,7 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import StateroomError
 from tasks_app.models import Task, TaskCheckpoint
 from tasks_app.store import TaskStateStore

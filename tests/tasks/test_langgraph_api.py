@@ -399,7 +399,7 @@ def test_deletions_are_refused_while_a_session_of_the_thread_is_held(
 
 @pytest.fixture
 def make_session_for_hold(tenant_a):
-    from audit_app.actor import Actor
+    from stateroom.actor import Actor
 
     def make(task_id: str) -> None:
         actor = Actor.system("test")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tasks_app.langgraph_store import Blob, GraphThreadStore, Value, Write
 from tasks_app.models import GraphBlob, GraphCheckpoint, GraphWrite
 from tenancy_app.scoping import in_tenant

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.database import url_of
 from stateroom.errors import Unprocessable
 from tasks_app.store import TaskStateStore
@@ -30,7 +30,7 @@ CONTINUE = r"""
 import json, os, sys, threading
 import django
 django.setup()
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant

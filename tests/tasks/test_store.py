@@ -3,10 +3,11 @@ import threading
 
 import pytest
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
+from stateroom.jsondata import ensure_domain_data
 from tasks_app.models import Task, TaskCheckpoint
-from tasks_app.state import DurableTaskState, ensure_domain_data
+from tasks_app.state import DurableTaskState
 from tasks_app.store import TaskStateStore
 from tenancy_app.scoping import in_tenant
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.store import TenancyStore
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant, TokenRole
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

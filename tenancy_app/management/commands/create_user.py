@@ -3,7 +3,7 @@ import os
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from audit_app.actor import Actor
+from stateroom.actor import Actor
 from tenancy_app.models import Role, Tenant
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore

@@ -5,27 +5,30 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.actor import Actor
-from audit_app.services import record_event
+from stateroom import ports
+from stateroom.actor import Actor
 from stateroom.sql import current_tenant, scope_tenant, tenant_block
 
-from .models import Tenant
+if TYPE_CHECKING:
+    from django.db.models import Model
 
 
 class BaseStore:
     """A store is built for one tenant and one actor and cannot see other tenants.
+
+    `tenant` is a `tenancy_app.models.Tenant` (a floor above this one).
 
     Callers enter the tenant first (`in_tenant(tenant)`, or the request
     middleware); every query below also filters on `tenant` explicitly.
     """
 
     def __init__(
-        self, tenant: Tenant, actor: Actor, *, clock: Callable[[], datetime] = timezone.now
+        self, tenant: Model, actor: Actor, *, clock: Callable[[], datetime] = timezone.now
     ) -> None:
         self.tenant = tenant
         self.actor = actor
@@ -65,7 +68,7 @@ class BaseStore:
         content: Mapping[str, Any] | None = None,
     ) -> None:
         """One audit event in the caller's transaction; `content`: what a runtime wrote."""
-        record_event(
+        ports.audit().record_event(
             tenant=self.tenant,
             actor=self.actor,
             action=action,
