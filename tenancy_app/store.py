@@ -12,8 +12,8 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
-from stateroom.actor import Actor
 from stateroom import egress
+from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.leases import MAX_CLAIM_LEASE_SECONDS, MAX_SESSION_LEASE_SECONDS
 from stateroom.reasons import MAX_REASON_LENGTH

@@ -8,8 +8,8 @@ from typing import Any
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound
 from stateroom.sql import db_value, hot_cursor
-from tasks_app.models import TaskCheckpoint
 from stateroom.store import BaseStore
+from tasks_app.models import TaskCheckpoint
 
 from ..claims import claim_condition, claimed_elsewhere
 from ..models import Run, RunTransition

@@ -7,13 +7,12 @@ from typing import Any
 
 from stateroom.errors import Unprocessable
 from stateroom.ids import MAX_WORKER_LENGTH
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 
 from ..models import TERMINAL_RUN_STATUSES, Run, RunStatus
 from .base import RunStoreBase
 from .sql import Transition
 from .state import NO_CLAIM, NON_TERMINAL_STATUSES, NOT_FENCED, UNCLAIMED_STATUSES, allowed_from
-from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
-
 from .validation import clean_changes
 
 

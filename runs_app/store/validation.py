@@ -9,7 +9,6 @@ from typing import Any
 
 from stateroom.canonical import MAX_SAFE_INTEGER
 from stateroom.errors import Unprocessable, field_path
-from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id
 
 from ..models import Run, RunStatus

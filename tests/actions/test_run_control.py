@@ -7,11 +7,11 @@ import pytest
 
 from actions_app.runs import RunActions
 from approvals_app.models import ApprovalRequest
-from stateroom.actor import Actor
 from audit_app.models import AuditEvent
 from runs_app.models import Run, RunTransition
 from runs_app.store import RunStateStore
 from runs_app.tasks import notify_run_control
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 from tenancy_app.webhooks import delivery_id

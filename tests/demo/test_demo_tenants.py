@@ -3,10 +3,10 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from stateroom.actor import Actor
 from audit_app.models import AuditEvent
 from audit_app.services import verify_chain
 from demo_app.data import ensure_people
+from stateroom.actor import Actor
 from stateroom.errors import Conflict
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant

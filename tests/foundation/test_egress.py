@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from approvals_app.tasks import notify_decision
-from stateroom.actor import Actor
 from stateroom import egress
+from stateroom.actor import Actor
 from stateroom.errors import Unprocessable
 from tenancy_app.models import RuntimeToken
 from tenancy_app.scoping import in_tenant
