@@ -201,7 +201,7 @@ def layout_queries(client, tenant) -> int:
     with CaptureQueriesContext(connection) as queries:
         assert client.get(f"/t/{tenant.slug}/").status_code == 200
     # The home page's own counts (sessions, runs and tasks by status; unknown
-    # effects); tests/console_ops/test_home.py pins the home page itself.
+    # effects); tests/console/home/test_home.py pins the home page itself.
     return len(queries) - HOME_OWN_QUERIES
 
 

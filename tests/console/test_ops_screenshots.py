@@ -1,7 +1,7 @@
 """The demo data in the console; with STATEROOM_SCREENSHOTS=1 also the README screenshots.
 
 Files are written only on request, so CI never dirties the tree:
-`STATEROOM_SCREENSHOTS=1 pytest tests/browser/test_ops_screenshots.py`.
+`STATEROOM_SCREENSHOTS=1 pytest tests/console/test_ops_screenshots.py`.
 """
 
 import os

@@ -6,6 +6,8 @@ from django.db import DatabaseError, connection, transaction
 
 from stateroom.database import configured_databases
 
+pytestmark = pytest.mark.embedded_db  # also run on the embedded server (CI, .ci/run)
+
 
 def test_the_tests_connect_as_an_app_role_that_cannot_bypass_rls_or_own_tables(db):
     with connection.cursor() as cursor:

@@ -14,6 +14,8 @@ from stateroom.database import (
     stop_embedded,
 )
 
+pytestmark = pytest.mark.embedded_db  # also run on the embedded server (CI, .ci/run)
+
 
 def _postmaster_pid(pgdata: Path) -> int:
     return int((pgdata / "postmaster.pid").read_text().split()[0])

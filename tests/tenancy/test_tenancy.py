@@ -32,6 +32,7 @@ def tenant_owned_tables() -> list[str]:
     )
 
 
+@pytest.mark.embedded_db
 def test_app_role_is_subject_to_row_level_security(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")

@@ -5,7 +5,7 @@ runs it) fetches them from the SDK's source distribution, with its LICENSE, into
 the environment that runs the tests, <sys.prefix>/stateroom-sdk-tests/ (for
 `make install`, .venv/stateroom-sdk-tests/agents_sdk_tests_v<release>/). This
 folder's manifest, conformance.toml, is where pytest collects them: its test ids
-read ``tests/agents/sdk/conformance.toml::memory/test_session.py::test_...``, and
+read ``tests/runtime/agents/sdk/conformance.toml::memory/test_session.py::test_...``, and
 this conftest's fixtures and the fixtures above it apply to them.
 
 Where they build one of the SDK's own sessions, the session classes that the
