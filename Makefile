@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo     - install, start PostgreSQL (embedded unless DATABASE_URL), migrate, load demo data, serve"
 	@echo "make test     - install and run the whole test suite"
-	@echo "make test-sdk-range - tests/agents on the lowest and the newest supported openai-agents"
+	@echo "make test-sdk-range - tests/runtime/agents on the lowest and the newest supported openai-agents"
 	@echo "make lint     - ruff check, format check, the layering contracts (lint-imports), code size (scripts/code_size.py)"
 	@echo "make bench    - benchmarks, results in bench/results/"
 	@echo "make stop-db  - stop the embedded PostgreSQL (it keeps running between commands)"
@@ -51,7 +51,7 @@ test: install
 	@scripts/test_prerequisites.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# tests/agents (and the SDK's own session tests) on both ends of the client's
+# tests/runtime/agents (and the SDK's own session tests) on both ends of the client's
 # openai-agents range, each in a venv of its own (.venv/sdk-range/).
 test-sdk-range:
 	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" scripts/test_sdk_range.sh

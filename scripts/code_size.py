@@ -18,7 +18,7 @@ for a module to grow by a feature or two, while a module that grew back toward
 the 1,300-1,500 lines of the stores issue 33 cuts fails long before it gets
 there. Exit status: 1 when anything is over a limit (each offender listed
 under "OVER THE LIMIT"), 0 otherwise; `make lint` and
-tests/foundation/test_code_size.py run it.
+tests/project/test_code_size.py run it.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ The SDK's tests are not committed, nor written into the project's tree. The only
 change made to a file is its absolute imports of the SDK's `tests` package
 (``from tests.x import y`` -> ``from agents_sdk_tests_v0_24_0.x import y``), plus
 empty ``__init__.py`` files so the tree imports as a package. The test bodies are
-the SDK's, assertion for assertion; tests/agents/sdk/conftest.py makes them build a StateroomSession
+the SDK's, assertion for assertion; tests/runtime/agents/sdk/conftest.py makes them build a StateroomSession
 against the live server instead of the SDK's own sessions
-(tests/agents/sdk/conformance.toml names them; docs/sdk-conformance.md).
+(tests/runtime/agents/sdk/conformance.toml names them; docs/sdk-conformance.md).
 
 `make install` runs it, and scripts/test_sdk_range.sh in each of its venvs. A
 release whose tree is complete (its VERSION, written last, and a FETCHED record
@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 # Where the trees go: the environment that runs the tests (each venv of
-# scripts/test_sdk_range.sh has its own); tests/agents/sdk/conftest.py reads the same.
+# scripts/test_sdk_range.sh has its own); tests/runtime/agents/sdk/conftest.py reads the same.
 TARGET = Path(sys.prefix) / "stateroom-sdk-tests"
 # Where an earlier version of this script put them, inside the checkout: removed.
 OLD_TARGET = Path(__file__).resolve().parent.parent / "tests" / "agents" / "sdk"
@@ -49,7 +49,7 @@ RELEASES = ["0.18.1", "0.24.0"]
 
 # The SDK's test files that build a session (a file missing from a release is
 # skipped). Of all but the conftest's SESSION_FILES only the tests that build a
-# session are collected (tests/agents/sdk/conftest.py); the files come whole, unchanged.
+# session are collected (tests/runtime/agents/sdk/conftest.py); the files come whole, unchanged.
 FILES = [
     "tests/memory/test_session.py",
     "tests/memory/test_session_limit.py",
@@ -203,7 +203,7 @@ def fetch(version: str) -> Path:
             target.write_text(text)
     for folder in [partial, *(p for p in partial.rglob("*") if p.is_dir())]:
         (folder / "__init__.py").touch()
-    # The test files proper (the rest are helpers): tests/agents/sdk/conftest.py collects these.
+    # The test files proper (the rest are helpers): tests/runtime/agents/sdk/conftest.py collects these.
     tests = sorted(f.removeprefix("tests/") for f in FILES if f in copied)
     (partial / "TESTS").write_text("".join(f"{f}\n" for f in tests))
     (partial / "FETCHED").write_text(f"sdist {sdist.name} sha256 {digest}\nrecipe {recipe()}\n")

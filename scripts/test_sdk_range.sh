@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run the Agents SDK adapter's tests (tests/agents, with the SDK's own session
-# tests, which tests/agents/sdk collects) against the lowest and the newest
+# Run the Agents SDK adapter's tests (tests/runtime/agents, with the SDK's own session
+# tests, which tests/runtime/agents/sdk collects) against the lowest and the newest
 # openai-agents release that stateroom_client/pyproject.toml declares (its
 # `agents` extra), each in a venv of its own under .venv/sdk-range/ (the SDK's
 # tests are fetched into that venv). Everything installed for the checkout lives
@@ -27,5 +27,5 @@ for end in lowest newest; do
   installed=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("openai-agents"))')
   echo "test-sdk-range: $end of $spec: openai-agents $installed"
   # shellcheck disable=SC2086
-  "$venv/bin/python" -m pytest tests/agents ${PYTEST_ARGS:-}
+  "$venv/bin/python" -m pytest tests/runtime/agents ${PYTEST_ARGS:-}
 done

@@ -3,7 +3,7 @@
 Each permission names the least role that has it; roles are ranked
 `support < operator < admin`, so a higher role has everything a lower one
 has. README.md ("Who may do what") shows this same table, and
-tests/foundation/test_role_matrix.py checks that they agree.
+tests/tenancy/test_role_matrix.py checks that they agree.
 """
 
 from __future__ import annotations

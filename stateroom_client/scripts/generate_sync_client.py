@@ -7,7 +7,7 @@ with `unasync`, then ruff-formatted). Edit `aio.py` and run
     python stateroom_client/scripts/generate_sync_client.py            # rewrite client.py
     python stateroom_client/scripts/generate_sync_client.py --check    # exit 1 if out of date
 
-A test (tests/client/test_generated_client.py) fails when they differ.
+A test (tests/runtime/client/test_generated_client.py) fails when they differ.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from stateroom.errors import Conflict
 from tenancy_app.scoping import in_tenant
 from tenancy_app.webhooks import delivery_id
 from tests.approvals.test_webhooks import Receiver, verify_signature, webhook_token
-from tests.console_ops.conftest import make_pending
+from tests.console.fixtures import make_pending
 
 PERSON = Actor("user", "7", "otto")
 

@@ -15,7 +15,7 @@ from stateroom.actor import Actor
 from stateroom.reasons import MAX_REASON_LENGTH
 from tenancy_app.scoping import in_tenant
 from tests.actions.test_run_control import make_run
-from tests.console_ops.conftest import make_pending
+from tests.console.fixtures import make_pending
 
 JSON = "application/json"
 

@@ -22,7 +22,7 @@ from sessions_app.store import SessionStore
 from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
-from tests.console_data.conftest import layout_queries
+from tests.console.conftest import layout_queries
 
 from .conftest import ADMIN, build_session
 from .test_endings import waiting
