@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from audit_app import views as audit_views
+from console_app.views import audit as audit_views
 from audit_app.actor import Actor
 from audit_app.models import AuditEvent
 from tenancy_app.scoping import in_tenant
