@@ -1,45 +1,54 @@
-"""The console's URL map.
+"""The console's URL map: every page of Stateroom (the API is stateroom.api_urls).
 
-Each domain app's `urls` holds its own pages and names their namespace
-(`sessions`, `runs`, ...); the pages of this app that span domains join the
-namespace of the app they are about, so `sessions:detail` or
-`approvals:decide` name the same URL wherever the view lives.
+Each resource's pages share a namespace (`sessions`, `runs`, `approvals`, ...), so
+`sessions:detail` or `approvals:decide` name a page by what it is about.
 """
 
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-import approvals_app.urls
-import lifecycle_app.urls
-import runs_app.urls
-import sessions_app.urls
-import tasks_app.urls
-import tenancy_app.urls
-from lifecycle_app import views as lifecycle
-from tenancy_app import login as tenancy_login
-from tenancy_app import views as tenancy_views
+from stateroom.views import healthz
 
-from .views import approvals, home, runs, search, sessions, settings, tasks
+from .views import (
+    approvals,
+    audit,
+    auth,
+    effects,
+    home,
+    lifecycle,
+    runs,
+    search,
+    sessions,
+    settings,
+    tasks,
+)
 
 
-def _namespace(app_urls, *console_pages):
-    """An app's own pages and the console's pages about it, under the app's namespace."""
-    return include(([*app_urls.urlpatterns, *console_pages], app_urls.app_name))
+def _namespace(app_name: str, *pages):
+    """The pages of one resource under its namespace."""
+    return include((list(pages), app_name))
 
 
 urlpatterns = [
-    path("healthz", tenancy_views.healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(template_name="tenancy/login.html"), name="login"),
+    path("healthz", healthz, name="healthz"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="console/auth/login.html"),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("2fa/", tenancy_login.two_factor, name="two-factor"),
-    path("2fa/setup/", tenancy_login.two_factor_setup, name="two-factor-setup"),
-    path("", tenancy_views.home, name="home"),
+    path("2fa/", auth.two_factor, name="two-factor"),
+    path("2fa/setup/", auth.two_factor_setup, name="two-factor-setup"),
+    path("", home.home, name="home"),
     path("t/<slug:tenant_slug>/", home.tenant_home, name="tenant-home"),
     path("t/<slug:tenant_slug>/search/", search.search, name="search"),
     path(
         "t/<slug:tenant_slug>/approvals/",
         _namespace(
-            approvals_app.urls,
+            "approvals",
+            path("", approvals.inbox, name="inbox"),
+            path("history/", approvals.history, name="history"),
+            path("history.csv", approvals.history_export, name="history-export"),
             path("<str:approval_id>/", approvals.detail, name="detail"),
             path("<str:approval_id>/decide", approvals.decide, name="decide"),
         ),
@@ -47,7 +56,8 @@ urlpatterns = [
     path(
         "t/<slug:tenant_slug>/sessions/",
         _namespace(
-            sessions_app.urls,
+            "sessions",
+            path("<str:session_id>/hold", sessions.hold, name="hold"),
             path("", sessions.session_list, name="list"),
             path("bulk", sessions.bulk, name="bulk"),
             path("<str:session_id>/", sessions.session_detail, name="detail"),
@@ -63,11 +73,19 @@ urlpatterns = [
             ),
         ),
     ),
-    path("t/<slug:tenant_slug>/erasures/", include(lifecycle_app.urls)),
+    path(
+        "t/<slug:tenant_slug>/erasures/",
+        _namespace(
+            "lifecycle",
+            path("", lifecycle.erase, name="erase"),
+            path("<str:erasure_id>/", lifecycle.erasure_progress, name="erasure"),
+        ),
+    ),
     path(
         "t/<slug:tenant_slug>/runs/",
         _namespace(
-            runs_app.urls,
+            "runs",
+            path("", runs.run_list, name="list"),
             path("bulk", runs.bulk, name="bulk"),
             path("<str:run_id>/", runs.run_detail, name="detail"),
             path("<str:run_id>/<str:action>", runs.control, name="control"),
@@ -75,14 +93,61 @@ urlpatterns = [
     ),
     path(
         "t/<slug:tenant_slug>/tasks/",
-        _namespace(tasks_app.urls, path("<str:task_id>/", tasks.task_detail, name="detail")),
+        _namespace(
+            "tasks",
+            path("", tasks.task_list, name="list"),
+            path(
+                "<str:task_id>/checkpoints/<str:checkpoint_id>/",
+                tasks.checkpoint,
+                name="checkpoint",
+            ),
+            path("<str:task_id>/diff", tasks.checkpoint_diff, name="diff"),
+            path("<str:task_id>/langgraph/diff", tasks.graph_diff, name="graph-diff"),
+            path(
+                "<str:task_id>/langgraph/<str:checkpoint_id>/",
+                tasks.graph_checkpoint,
+                name="graph-checkpoint",
+            ),
+            path("<str:task_id>/", tasks.task_detail, name="detail"),
+        ),
     ),
-    path("t/<slug:tenant_slug>/effects/", include("effects_app.urls")),
-    path("t/<slug:tenant_slug>/audit/", include("audit_app.urls")),
+    path(
+        "t/<slug:tenant_slug>/effects/",
+        _namespace(
+            "effects",
+            path("", effects.queue, name="queue"),
+            path("<str:effect_id>/settle", effects.settle, name="settle"),
+        ),
+    ),
+    path(
+        "t/<slug:tenant_slug>/audit/",
+        _namespace(
+            "audit",
+            path("", audit.log, name="log"),
+            path("export.<str:fmt>", audit.export, name="export"),
+            path("verify", audit.verify, name="verify"),
+        ),
+    ),
     path(
         "t/<slug:tenant_slug>/settings/",
         _namespace(
-            tenancy_app.urls,
+            "tenancy",
+            path("", settings.settings_overview, name="settings"),
+            path("legal-hold", settings.set_legal_hold, name="legal-hold"),
+            path("four-eyes", settings.set_four_eyes, name="four-eyes"),
+            path("two-factor", settings.set_require_2fa, name="require-2fa"),
+            path("quick-approve", settings.set_quick_approve, name="quick-approve"),
+            path("session-lease", settings.set_session_lease, name="session-lease"),
+            path(
+                "unclaimed-run-warning",
+                settings.set_unclaimed_run_warning,
+                name="unclaimed-run-warning",
+            ),
+            path("members/", settings.settings_members, name="members"),
+            path("members/<int:user_id>/remove", settings.remove_member, name="remove-member"),
+            path("members/<int:user_id>/unlock", settings.unlock_member, name="unlock-member"),
+            path("tokens/", settings.settings_tokens, name="tokens"),
+            path("tokens/<int:token_id>/revoke", settings.revoke_token, name="revoke-token"),
             path("retention/", settings.settings_retention, name="retention"),
         ),
     ),

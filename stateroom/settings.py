@@ -214,7 +214,7 @@ AXES_FAILURE_LIMIT = env_int("STATEROOM_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("STATEROOM_LOGIN_LOCKOUT_MINUTES", 60))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "tenancy/locked_out.html"
+AXES_LOCKOUT_TEMPLATE = "console/auth/locked_out.html"
 AXES_CLIENT_IP_CALLABLE = "stateroom.edge.client_ip"
 AXES_VERBOSE = False
 # Behind a proxy that appends the client's address to X-Forwarded-For, how many

@@ -1,4 +1,7 @@
-"""Error pages: JSON under /api/, HTML elsewhere; a database outage is 503 with Retry-After."""
+"""Error pages: JSON under /api/, HTML elsewhere; a database outage is 503 with Retry-After.
+
+And the health check.
+"""
 
 import logging
 import sys
@@ -7,6 +10,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 
 from . import dberrors
 from .api import error_body
@@ -62,3 +66,8 @@ def outage_response(request, mapped: dberrors.Mapped) -> HttpResponse:
         )
     response["Retry-After"] = str(mapped.retry_after)
     return response
+
+
+@require_GET
+def healthz(request):
+    return JsonResponse({"status": "ok"})

@@ -1,1 +1,1 @@
-"""Console pages that span domains, one module per area (mounted by `console_app.urls`)."""
+"""Every page of Stateroom, one module per resource (mounted by `console_app.urls`)."""

@@ -1,7 +1,8 @@
-"""The tenant's home page: what needs a person now, across every domain."""
+"""The sign-in landing (to the user's first tenant) and the tenant's home page: what needs a person now, across every domain."""
 
+from django.contrib.auth.decorators import login_required
 from django.db.models import Count
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from effects_app.store import EffectStore
@@ -9,6 +10,17 @@ from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
 from stateroom.actor import Actor
 from tasks_app.store import TaskStateStore
+from tenancy_app.access import memberships_of
+
+
+@login_required
+@require_GET
+def home(request):
+    """Send a user to their (first) tenant's console, or explain why there is none."""
+    memberships = memberships_of(request.user.pk)
+    if not memberships:
+        return render(request, "console/home/no_tenant.html", status=403)
+    return redirect("tenant-home", tenant_slug=memberships[0].tenant.slug)
 
 
 @require_GET
@@ -27,7 +39,7 @@ def tenant_home(request):
     effects_to_settle = EffectStore(request.tenant, actor).needing_a_person().count()
     return render(
         request,
-        "tenancy/home.html",
+        "console/home/home.html",
         {
             "sessions": sessions,
             "runs": runs,

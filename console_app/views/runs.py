@@ -1,4 +1,4 @@
-"""The run inspector: the run, its history, events, nodes, approvals and effects."""
+"""Run pages: the list (read-only, support and up), the run inspector with the run's approvals and effects, and run control (one and in bulk)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,48 @@ from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
+from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.jsonview import diff
-from stateroom.pages import parse_cursor
+from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
+
+
+class RunFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "Any status"), *RunStatus.choices], required=False)
+    session_id = forms.CharField(
+        required=False, max_length=MAX_PUBLIC_ID_LENGTH, label="Session id"
+    )
+    # Running runs no worker holds for longer than the tenant's setting (Run.unclaimed_since).
+    unclaimed = forms.BooleanField(required=False, label="Waiting for a worker")
+
+    def store_filters(self) -> dict:
+        return {
+            "status": self.cleaned_data["status"] or None,
+            "session_id": self.cleaned_data["session_id"].strip() or None,
+            "unclaimed": self.cleaned_data["unclaimed"],
+        }
+
+
+@require_permission(Permission.READ)
+@require_GET
+def run_list(request):
+    form = RunFilterForm(request.GET)
+    page = None
+    if form.is_valid():
+        runs = RunStateStore(request.tenant, Actor.from_request(request)).list_runs(
+            **form.store_filters()
+        )
+        page = keyset_page(runs, request.GET)
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    return render_page(
+        request,
+        "console/runs/list.html",
+        {"nav": "runs", "form": form, "page": page, "query": query.urlencode()},
+        fragment="results",
+    )
+
 
 HISTORY_PAGE = 50
 EVENTS_PAGE = 50
@@ -100,7 +138,7 @@ def run_detail(request, run_id: str):
             # Why it was last cancelled, suspended or resumed, by whom (the person's words).
             "last_control": store.last_control(run),
         }
-    return render_page(request, "runs/detail.html", context, fragment=fragment)
+    return render_page(request, "console/runs/detail.html", context, fragment=fragment)
 
 
 def _schema_lines(name: str, old: Any, new: Any) -> dict:
@@ -244,7 +282,7 @@ def control(request, run_id: str, action: str):
     label, _, statuses = RUN_CONTROLS[action]
     return render_page(
         request,
-        "runs/control.html",
+        "console/runs/control.html",
         {
             "nav": "runs",
             "run": run,
@@ -280,7 +318,6 @@ def bulk(request):
     The POST carries the count the person saw; if the matching set changed
     size meanwhile, nothing happens (409) and the new count is shown to confirm again.
     """
-    from runs_app.views import RunFilterForm
 
     data = request.POST if request.method == "POST" else request.GET
     action = data.get("action")
@@ -322,7 +359,7 @@ def bulk(request):
     filters = [(k, v) for k, v in filter_form.cleaned_data.items() if v]
     return render_page(
         request,
-        "runs/bulk.html",
+        "console/runs/bulk.html",
         {
             "nav": "runs",
             "action": action,

@@ -47,7 +47,7 @@ def search(request):
         hit.snippet_html = marked(hit.snippet)
     return render_page(
         request,
-        "console/search.html",
+        "console/search/search.html",
         {
             "nav": "search",
             "q": q,

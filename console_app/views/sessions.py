@@ -1,8 +1,7 @@
-"""Session pages that span domains: the list (found by its runs' ids too), bulk close or
-expire, the timeline (items, runs, approvals, effects) and the export with its audit events.
+"""Session pages: the list (found by its runs' ids too), bulk close or expire, the timeline (items, runs, approvals, effects), the export with its audit events, and legal hold on and off.
 
-Legal hold is sessions_app.views; close, expire and content deletion (which
-settle or remove what other domains hold) are lifecycle_app.views.
+Close, expire and content deletion (which settle or remove what other domains hold) are
+console_app.views.lifecycle.
 """
 
 from __future__ import annotations
@@ -18,13 +17,15 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from console_app.export import EXPORT_FORMATS, transcript, transcript_filename
+from console_app.forms.sessions import ReasonForm
+from console_app.selectors.lifecycle import job_progress
+from console_app.timeline import SessionTimeline, shown_filter
 from lifecycle_app.deletion import DeletionStore
 from lifecycle_app.endings import SessionEndings
-from lifecycle_app.views import job_progress
 from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES, Session, SessionStatus
 from sessions_app.store import MAX_USER_ID_LENGTH, SessionStore, check_reason
-from sessions_app.views import ReasonForm
 from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
@@ -34,8 +35,85 @@ from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 
-from ..export import EXPORT_FORMATS, transcript, transcript_filename
-from ..timeline import SessionTimeline, shown_filter
+
+def _store(request) -> SessionStore:
+    return SessionStore(request.tenant, Actor.from_request(request))
+
+
+def _get_session(store: SessionStore, session_id: str) -> Session:
+    try:
+        return store.get(session_id)
+    except NotFound as exc:
+        raise Http404("No such session") from exc
+
+
+def _detail_url(request, session_id: str) -> str:
+    return reverse(
+        "sessions:detail", kwargs={"tenant_slug": request.tenant.slug, "session_id": session_id}
+    )
+
+
+# --- admin actions on one session ---------------------------------------------
+
+_ACTIONS = {
+    "hold-on": {
+        "title": "Place a legal hold",
+        "explain": "While held, no deletion of this session's content can run, manual or scheduled, until the hold is released.",
+        "button": "Place legal hold",
+        "done": "Legal hold placed.",
+    },
+    "hold-off": {
+        "title": "Release the legal hold",
+        "explain": "Releasing lets manual and scheduled (retention) deletions touch this session again.",
+        "button": "Release legal hold",
+        "done": "Legal hold released.",
+    },
+}
+
+
+def session_action(request, session_id: str, kind: str, action: dict, perform):
+    """GET: what the action does and a reason field. POST: `perform(store, reason)`, then back.
+
+    Shared by the admin actions on one session (the lifecycle pages use it too).
+    """
+    store = _store(request)
+    session = _get_session(store, session_id)
+    form = ReasonForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            perform(store, form.cleaned_data["reason"])
+        except NotFound as exc:
+            raise Http404("No such session") from exc
+        except StateroomError as exc:
+            if not refused_fields(form, exc):
+                messages.error(request, exc.message)
+        else:
+            messages.success(request, action["done"])
+        if form.is_valid():  # not when the store refused a field: the form shows why
+            return redirect_after_post(request, _detail_url(request, session_id))
+    return render_page(
+        request,
+        "console/sessions/confirm.html",
+        {"nav": "sessions", "session": session, "form": form, "kind": kind, **action},
+        fragment="panel",
+        status=422 if form.is_bound else 200,
+    )
+
+
+@require_permission(Permission.CLOSE)
+@require_http_methods(["GET", "POST"])
+def hold(request, session_id: str):
+    """`?on=1` places the hold, `?on=0` releases it (the POST carries the same field)."""
+    on = (request.POST if request.method == "POST" else request.GET).get("on") == "1"
+    kind = "hold-on" if on else "hold-off"
+    return session_action(
+        request,
+        session_id,
+        kind,
+        _ACTIONS[kind],
+        lambda store, reason: store.set_legal_hold(session_id=session_id, on=on, reason=reason),
+    )
+
 
 # The timeline filter's choices, as the page's tabs show them ("" = everything).
 TIMELINE_FILTER_LABELS = [
@@ -125,7 +203,7 @@ def session_list(request):
     query.pop("cursor", None)
     return render_page(
         request,
-        "sessions/list.html",
+        "console/sessions/list.html",
         {
             "nav": "sessions",
             "form": form,
@@ -148,7 +226,7 @@ def session_detail(request, session_id: str):
     latest = deletions.for_session(session_id).order_by("-id").first()
     return render_page(
         request,
-        "sessions/detail.html",
+        "console/sessions/detail.html",
         {
             "nav": "sessions",
             "session": session,
@@ -181,7 +259,7 @@ def session_items(request, session_id: str):
     session = _get_session(store, session_id)
     return render_page(
         request,
-        "sessions/detail.html",
+        "console/sessions/detail.html",
         {
             "session": session,
             "page": SessionTimeline(request.tenant, store).page(
@@ -254,7 +332,7 @@ def bulk(request):
         query.pop(key, None)
     return render_page(
         request,
-        "sessions/bulk.html",
+        "console/sessions/bulk.html",
         {
             "nav": "sessions",
             "action": action,

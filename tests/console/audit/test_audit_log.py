@@ -5,12 +5,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from audit_app import views as audit_views
 from audit_app.models import AuditEvent
+from console_app.views import audit as audit_views
 from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
-from tests.console.fixtures import queries
+from tests.console_ops.conftest import queries
 
 LOG = "/t/acme/audit/"
 

@@ -1,4 +1,4 @@
-"""Console pages of the effect ledger: the queue of effects a person must settle, and settling."""
+"""Pages of the effect ledger: the queue of effects a person must settle, and settling."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from effects_app.models import EffectStatus
+from effects_app.store import EffectStore
 from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
@@ -16,9 +18,6 @@ from stateroom.htmx import redirect_after_post, render_page
 from stateroom.pages import keyset_page
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
-
-from .models import EffectStatus
-from .store import EffectStore
 
 
 class SettleForm(forms.Form):
@@ -42,7 +41,7 @@ def queue(request):
     page = keyset_page(store.needing_a_person(), request.GET)
     return render_page(
         request,
-        "effects/queue.html",
+        "console/effects/queue.html",
         {
             "nav": "effects",
             "page": page,
@@ -87,7 +86,7 @@ def settle(request, effect_id: str):
         return redirect_after_post(request, f"{url}#effects")
     return render_page(
         request,
-        "effects/settle.html",
+        "console/effects/settle.html",
         {"nav": "runs", "effect": effect, "form": form, "back": request.GET.get("back", "")},
         fragment="panel",
         status=422 if form.is_bound else 200,

@@ -14,6 +14,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from audit_app.models import AuditEvent
+from audit_app.store import AuditStore
+from console_app.forms.audit import AuditFilterForm
 from stateroom.actor import Actor
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.jsonview import diff
@@ -22,10 +25,6 @@ from tenancy_app.access import require_permission
 from tenancy_app.models import Tenant
 from tenancy_app.permissions import Permission
 from tenancy_app.scoping import read_in_chunks
-
-from .forms import AuditFilterForm
-from .models import AuditEvent
-from .store import AuditStore
 
 PAGE_SIZE = 50
 EXPORT_CHUNK = 500
@@ -93,7 +92,7 @@ def log(request):
     query.pop("cursor", None)
     return render_page(
         request,
-        "audit/log.html",
+        "console/audit/log.html",
         {
             "nav": "audit",
             "form": form,
@@ -170,7 +169,7 @@ def verify(request):
     if wants_fragment(request):
         return render_page(
             request,
-            "audit/log.html",
+            "console/audit/log.html",
             {"broken": broken, "total": total, "verified": True},
             fragment="verify-result",
         )

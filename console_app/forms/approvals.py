@@ -2,10 +2,9 @@ import json
 
 from django import forms
 
+from approvals_app.models import ApprovalRequest, Decision
 from stateroom import jsongate
 from stateroom.errors import Unprocessable
-
-from .models import ApprovalRequest, Decision
 
 
 class DecisionForm(forms.Form):

@@ -1,6 +1,6 @@
 from django import forms
 
-from .models import Role
+from tenancy_app.models import Role
 
 ON_OFF = [("on", "on"), ("off", "off")]
 

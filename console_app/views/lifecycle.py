@@ -1,4 +1,4 @@
-"""Console pages of the data lifecycle: close and expire a session, delete its content, erase a user.
+"""Pages of the data lifecycle: close and expire a session, delete its content, erase a user.
 
 Closing, expiring and deleting are for admins and first show what they will
 do (GET), then run on POST; the stores audit them. A deletion's progress is
@@ -14,45 +14,18 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from sessions_app.views import ReasonForm, session_action
+from console_app.forms.sessions import ReasonForm
+from console_app.selectors.lifecycle import CLASS_LABELS, KEPT_LABELS, job_progress, labelled_rows
+from console_app.views.sessions import session_action
+from lifecycle_app.deletion import DeletionStore
+from lifecycle_app.endings import SessionEndings
+from lifecycle_app.erasure import MAX_USER_ID_LENGTH, ErasureStore
 from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
-
-from .content import CLASSES
-from .deletion import DeletionStore, progress
-from .endings import SessionEndings
-from .erasure import MAX_USER_ID_LENGTH, ErasureStore
-
-KEPT_LABELS = {
-    "audit_events": "Audit events (who did what, when, and people's reasons)",
-    "effect_records": "Effect records (idempotency key, tool, status; redacted)",
-    "approvals": "Approvals (tool, risk, digest, decision, who; redacted)",
-    "runs": "Runs and their status history",
-    "tasks": "Tasks (status, node ids, references; redacted)",
-}
-
-
-def _rows(counts: dict, labels: dict) -> list[dict]:
-    """Counts per class in the registry's order, labelled for people."""
-    keys = [k for k in labels if k in counts] + sorted(set(counts) - set(labels))
-    return [{"key": k, "label": labels.get(k, k), "count": counts[k]} for k in keys]
-
-
-CLASS_LABELS = {name: cls.label for name, cls in CLASSES.items()}
-
-
-def job_progress(store: DeletionStore, job) -> dict:
-    """The job's progress (`deletion.progress`) with per-class rows for the fragment."""
-    state = progress(job, store.now())
-    state["rows"] = [
-        {**row, "planned": row["count"], "done": state["counts"].get(row["key"], 0)}
-        for row in _rows(state["planned"], CLASS_LABELS)
-    ]
-    return state
 
 
 def _detail_url(request, session_id: str) -> str:
@@ -139,14 +112,14 @@ def delete(request, session_id: str):
     preview = deletions.preview(session_id=session_id)
     return render_page(
         request,
-        "sessions/delete.html",
+        "console/sessions/delete.html",
         {
             "nav": "sessions",
             "session": session,
             "form": form,
             "preview": preview,
-            "delete_rows": _rows(preview["delete"], CLASS_LABELS),
-            "keep_rows": _rows(preview["retain"], KEPT_LABELS),
+            "delete_rows": labelled_rows(preview["delete"], CLASS_LABELS),
+            "keep_rows": labelled_rows(preview["retain"], KEPT_LABELS),
         },
         status=422 if form.is_bound else 200,
     )
@@ -177,7 +150,7 @@ def deletion_progress(request, session_id: str, deletion_id: str):
     state = job_progress(store, job)
     return render_page(
         request,
-        "sessions/deletion.html",
+        "console/sessions/deletion.html",
         {"nav": "sessions", "deletion": job, "session": job.session, "progress": state},
         fragment="progress",
         status=286 if state["finished"] and wants_fragment(request) else 200,
@@ -224,7 +197,7 @@ def erase(request):
                     return redirect_after_post(request, erasure_url(request, erasure.erasure_id))
     return render_page(
         request,
-        "lifecycle/erase.html",
+        "console/erasures/erase.html",
         {"nav": "sessions", "form": form, "preview": preview},
         status=422 if request.method == "POST" else 200,
     )
@@ -249,7 +222,7 @@ def erasure_progress(request, erasure_id: str):
     finished = state["status"] in ("done", "failed")
     return render_page(
         request,
-        "lifecycle/erasure.html",
+        "console/erasures/erasure.html",
         {"nav": "sessions", "erasure": erasure, "state": state, "finished": finished},
         fragment="progress",
         status=286 if finished and wants_fragment(request) else 200,

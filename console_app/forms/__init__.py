@@ -1,0 +1,1 @@
+"""Page forms of the console, one module per resource (the views are console_app.views)."""

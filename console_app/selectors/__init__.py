@@ -1,0 +1,1 @@
+"""Query logic of the console's longer views, one module per resource."""
