@@ -10,7 +10,7 @@ from console_app.views import audit as audit_views
 from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
-from tests.console_ops.conftest import queries
+from tests.console.fixtures import queries
 
 LOG = "/t/acme/audit/"
 
