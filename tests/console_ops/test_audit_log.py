@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from console_app.views import audit as audit_views
 from audit_app.actor import Actor
 from audit_app.models import AuditEvent
+from console_app.views import audit as audit_views
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.console_ops.conftest import queries
