@@ -1,9 +1,9 @@
-"""The console pages that span domains, above the domain apps.
+"""Every page of Stateroom, above the domain apps (pretalx's "orga" app is the model).
 
-A domain app serves the pages that need only its own store. A page that
-shows or acts on several domains (the tenant home, the approval with its
-conversation, the run and task inspectors, the session timeline and export,
-the retention preview, the inbox badge) lives here, so no domain app imports
-another domain's store. `console_app.urls` is the console's URL map: it
-mounts each app's own pages and these under the app's URL namespace.
+`views/<resource>.py` holds a resource's pages, `forms/<resource>.py` their
+forms, `selectors/<resource>.py` the query logic of the longer views, and
+`templates/console/<resource>/` their templates. The domain apps keep their
+models, stores, API and jobs and serve no page; a page reads and acts
+through their stores and actions and writes nothing itself.
+`console_app.urls` is the only page URL map.
 """

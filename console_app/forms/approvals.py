@@ -1,8 +1,12 @@
+"""Forms of the approval pages: the decision, and the history's filter."""
+
 import json
+from datetime import UTC, datetime, time, timedelta
 
 from django import forms
 
-from approvals_app.models import ApprovalRequest, Decision
+from approvals_app.models import ApprovalRequest, Decision, Risk
+from approvals_app.store import ApprovalStore
 from stateroom import jsongate
 from stateroom.errors import Unprocessable
 
@@ -60,3 +64,48 @@ class DecisionForm(forms.Form):
 
 def _not_json(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
+
+
+# --- history -------------------------------------------------------------------
+class HistoryFilterForm(forms.Form):
+    tab = forms.ChoiceField(
+        choices=[(t, t) for t in ApprovalStore.HISTORY_TABS], required=False, initial="decided"
+    )
+    risk = forms.ChoiceField(choices=[("", "Any risk"), *Risk.choices], required=False)
+    # No limits of their own: a value longer than any tool, agent or decider can be matches
+    # nothing (the page's maxlength is the owners': console_app.context_processors.limits).
+    tool = forms.CharField(required=False, label="Tool")
+    agent = forms.CharField(required=False, label="Agent")
+    decider = forms.CharField(required=False, label="Decided by (starts with)")
+    decision = forms.ChoiceField(choices=[("", "Any decision"), *Decision.choices], required=False)
+    outcome = forms.ChoiceField(
+        choices=[
+            ("", "Approved, rejected or responded"),
+            ("approved", "Approved"),
+            ("rejected", "Rejected"),
+            ("responded", "Responded"),
+        ],
+        required=False,
+    )
+    date_from = forms.DateField(required=False, label="From")
+    date_to = forms.DateField(required=False, label="To")
+
+    def store_filters(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "tab": data["tab"] or "decided",
+            "risk": data["risk"] or None,
+            "tool": data["tool"].strip() or None,
+            "agent": data["agent"].strip() or None,
+            "decider": data["decider"].strip() or None,
+            "decision": data["decision"] or None,
+            "outcome": data["outcome"] or None,
+            "since": _day(data["date_from"]),
+            "until": _day(data["date_to"], days=1),  # inclusive "to" date
+        }
+
+
+def _day(day, *, days: int = 0) -> datetime | None:
+    if day is None:
+        return None
+    return datetime.combine(day + timedelta(days=days), time.min, tzinfo=UTC)

@@ -1,3 +1,5 @@
+"""Forms of the audit log pages."""
+
 from datetime import datetime, time, timedelta
 
 from django import forms

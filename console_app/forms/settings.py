@@ -1,3 +1,5 @@
+"""Forms of the settings pages."""
+
 from django import forms
 
 from tenancy_app.models import Role

@@ -1,4 +1,6 @@
-"""Approval pages: the live inbox, the history and its export, one approval with its conversation, run events and effects, and the decision (whose refusals show that page again)."""
+"""Approval pages: the live inbox, the history and its export, one approval with its conversation,
+run events and effects, and the decision (whose refusals show that page again).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +8,7 @@ import csv
 import hashlib
 import io
 from collections.abc import Iterator
-from datetime import UTC, datetime, time, timedelta
 
-from django import forms
 from django.contrib import messages
 from django.db.models import Q, QuerySet
 from django.http import (
@@ -22,13 +22,11 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals_app.models import RISK_RANK, ApprovalRequest, ApprovalStatus, Decision, Risk
-from approvals_app.presentation import argument_tree, arguments_problem, key_values, schema_changes
+from approvals_app.models import RISK_RANK, ApprovalRequest, ApprovalStatus, Risk
 from approvals_app.store import ApprovalStore
-from console_app.forms.approvals import DecisionForm
-from effects_app.store import EffectStore
-from runs_app.store import RunStateStore
-from sessions_app.store import SessionStore
+from console_app.forms.approvals import DecisionForm, HistoryFilterForm
+from console_app.presentation import argument_tree, arguments_problem, key_values, schema_changes
+from console_app.selectors.approvals import around_approval
 from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
@@ -158,51 +156,6 @@ def inbox(request):
     return inbox_page(request)
 
 
-# --- history -------------------------------------------------------------------
-class HistoryFilterForm(forms.Form):
-    tab = forms.ChoiceField(
-        choices=[(t, t) for t in ApprovalStore.HISTORY_TABS], required=False, initial="decided"
-    )
-    risk = forms.ChoiceField(choices=[("", "Any risk"), *Risk.choices], required=False)
-    # No limits of their own: a value longer than any tool, agent or decider can be matches
-    # nothing (the page's maxlength is the owners': console_app.context_processors.limits).
-    tool = forms.CharField(required=False, label="Tool")
-    agent = forms.CharField(required=False, label="Agent")
-    decider = forms.CharField(required=False, label="Decided by (starts with)")
-    decision = forms.ChoiceField(choices=[("", "Any decision"), *Decision.choices], required=False)
-    outcome = forms.ChoiceField(
-        choices=[
-            ("", "Approved, rejected or responded"),
-            ("approved", "Approved"),
-            ("rejected", "Rejected"),
-            ("responded", "Responded"),
-        ],
-        required=False,
-    )
-    date_from = forms.DateField(required=False, label="From")
-    date_to = forms.DateField(required=False, label="To")
-
-    def store_filters(self) -> dict:
-        data = self.cleaned_data
-        return {
-            "tab": data["tab"] or "decided",
-            "risk": data["risk"] or None,
-            "tool": data["tool"].strip() or None,
-            "agent": data["agent"].strip() or None,
-            "decider": data["decider"].strip() or None,
-            "decision": data["decision"] or None,
-            "outcome": data["outcome"] or None,
-            "since": _day(data["date_from"]),
-            "until": _day(data["date_to"], days=1),  # inclusive "to" date
-        }
-
-
-def _day(day, *, days: int = 0) -> datetime | None:
-    if day is None:
-        return None
-    return datetime.combine(day + timedelta(days=days), time.min, tzinfo=UTC)
-
-
 HISTORY_CSV_FIELDS = [
     "approval_id",
     "status",
@@ -314,11 +267,6 @@ def _history_csv(rows) -> Iterator[str]:
         buffer.truncate()
 
 
-CONVERSATION_ITEMS = 10
-RUN_EVENTS = 20
-RUN_EFFECTS = 20
-
-
 def _store(request: HttpRequest) -> ApprovalStore:
     return ApprovalStore(request.tenant, Actor.from_request(request))
 
@@ -337,25 +285,8 @@ def _url(request: HttpRequest, name: str, **kwargs) -> str:
 # --- detail --------------------------------------------------------------------
 def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, status=200):
     store, actor = _store(request), Actor.from_request(request)
-    run = approval.run
-    session = run.session
-    items = []
-    if session is not None:
-        items = SessionStore(request.tenant, actor).get_items(
-            session_id=session.session_id,
-            limit=CONVERSATION_ITEMS,
-            before_seq=session.last_seq + 1,
-        )
-    events = RunStateStore(request.tenant, actor).get_events(
-        run_id=run.run_id, after=max(run.last_event_seq - RUN_EVENTS, 0), limit=RUN_EVENTS
-    )
-    effects = list(
-        EffectStore(request.tenant, actor)
-        .list_effects(run_id=run.run_id)
-        .order_by("-id")[:RUN_EFFECTS]
-    )
-    for row in (*items, *events):
-        row.payload_html = highlight_json(row.payload) if row.payload is not None else ""
+    run, session = approval.run, approval.run.session
+    items, events, effects = around_approval(request.tenant, actor, approval)
     edited = approval.approved_arguments
     pending = approval.status == ApprovalStatus.PENDING
     schema = approval.arguments_schema

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from effects_app.models import EffectStatus
+from console_app.forms.effects import SettleForm
 from effects_app.store import EffectStore
 from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
@@ -18,19 +17,6 @@ from stateroom.htmx import redirect_after_post, render_page
 from stateroom.pages import keyset_page
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
-
-
-class SettleForm(forms.Form):
-    outcome = forms.ChoiceField(
-        choices=[
-            (EffectStatus.COMMITTED, "Committed: it happened; a resume skips it"),
-            (EffectStatus.FAILED, "Failed: it did not happen; a resume may run it again"),
-        ],
-        widget=forms.RadioSelect,
-    )
-    # Its limit is the store's (MAX_SETTLE_REASON_LENGTH): settle refuses, the form shows why.
-    reason = forms.CharField(widget=forms.Textarea)
-    back = forms.ChoiceField(choices=[("run", "run"), ("queue", "queue")], required=False)
 
 
 @require_permission(Permission.READ)

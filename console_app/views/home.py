@@ -1,4 +1,6 @@
-"""The sign-in landing (to the user's first tenant) and the tenant's home page: what needs a person now, across every domain."""
+"""The sign-in landing (to the user's first tenant) and the tenant's home page: what needs a
+person now, across every domain.
+"""
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count

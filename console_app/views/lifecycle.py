@@ -8,18 +8,18 @@ sessions it reaches, and runs only when the admin types the user id again.
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from console_app.forms.lifecycle import EraseForm
 from console_app.forms.sessions import ReasonForm
 from console_app.selectors.lifecycle import CLASS_LABELS, KEPT_LABELS, job_progress, labelled_rows
 from console_app.views.sessions import session_action
 from lifecycle_app.deletion import DeletionStore
 from lifecycle_app.endings import SessionEndings
-from lifecycle_app.erasure import MAX_USER_ID_LENGTH, ErasureStore
+from lifecycle_app.erasure import ErasureStore
 from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
@@ -155,16 +155,6 @@ def deletion_progress(request, session_id: str, deletion_id: str):
         fragment="progress",
         status=286 if state["finished"] and wants_fragment(request) else 200,
     )
-
-
-# --- erasure of a user ----------------------------------------------------------------
-class EraseForm(forms.Form):
-    user_id = forms.CharField(max_length=MAX_USER_ID_LENGTH, strip=False, label="User id")
-    confirm = forms.CharField(
-        max_length=MAX_USER_ID_LENGTH, required=False, strip=False, label="Type the user id"
-    )
-    # The reason's limit is the store's (MAX_REASON_LENGTH): request refuses, the form shows it.
-    reason = forms.CharField(required=False, widget=forms.Textarea, strip=True)
 
 
 @require_permission(Permission.ERASE)

@@ -1,4 +1,6 @@
-"""Run pages: the list (read-only, support and up), the run inspector with the run's approvals and effects, and run control (one and in bulk)."""
+"""Run pages: the list (read-only, support and up), the run inspector with the run's approvals and
+effects, and run control (one and in bulk).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpResponseBadRequest
 from django.template.defaultfilters import pluralize
@@ -17,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from actions_app.runs import RunActions
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
+from console_app.forms.runs import BulkControlForm, ControlForm, RunFilterForm
 from effects_app.store import EffectStore
 from runs_app.models import Run, RunStatus
 from runs_app.store import NON_TERMINAL_STATUSES, RunStateStore, check_reason
@@ -24,27 +26,10 @@ from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
-from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.jsonview import diff
 from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
-
-
-class RunFilterForm(forms.Form):
-    status = forms.ChoiceField(choices=[("", "Any status"), *RunStatus.choices], required=False)
-    session_id = forms.CharField(
-        required=False, max_length=MAX_PUBLIC_ID_LENGTH, label="Session id"
-    )
-    # Running runs no worker holds for longer than the tenant's setting (Run.unclaimed_since).
-    unclaimed = forms.BooleanField(required=False, label="Waiting for a worker")
-
-    def store_filters(self) -> dict:
-        return {
-            "status": self.cleaned_data["status"] or None,
-            "session_id": self.cleaned_data["session_id"].strip() or None,
-            "unclaimed": self.cleaned_data["unclaimed"],
-        }
 
 
 @require_permission(Permission.READ)
@@ -226,17 +211,6 @@ RUN_CONTROL_EXPLAINED = {
 BULK_LIMIT = 1000
 
 
-# A reason's limit is the run store's (MAX_REASON_LENGTH): it refuses, the form shows why.
-class ControlForm(forms.Form):
-    reason = forms.CharField(label="Reason (recorded in the audit log)")
-    expected_version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
-
-
-class BulkControlForm(forms.Form):
-    reason = forms.CharField()
-    expected_count = forms.IntegerField(min_value=0)
-
-
 def _run_url(request, run_id: str) -> str:
     return reverse("runs:detail", kwargs={"tenant_slug": request.tenant.slug, "run_id": run_id})
 
@@ -310,6 +284,19 @@ def _control_conflict(exc: Conflict) -> str:
     return exc.message
 
 
+def _control_each(actions: RunActions, action: str, matching, reason: str) -> tuple[int, int]:
+    """Control each matching run: how many were done, how many had moved on (skipped)."""
+    done, skipped = 0, 0
+    for run_id in list(matching.order_by("id").values_list("run_id", flat=True)):
+        try:  # one store call (one audit event, one webhook) per run
+            actions.control(action=action, run_id=run_id, reason=reason)
+        except StateroomError:
+            skipped += 1  # it moved on meanwhile
+        else:
+            done += 1
+    return done, skipped
+
+
 @require_permission(Permission.CONTROL_RUNS)
 @require_http_methods(["GET", "POST"])
 def bulk(request):
@@ -339,15 +326,7 @@ def bulk(request):
         except StateroomError as exc:
             refused_fields(form, exc)
         if form.is_valid() and not changed and count <= BULK_LIMIT:
-            done, skipped = 0, 0
-            reason = form.cleaned_data["reason"]
-            for run_id in list(matching.order_by("id").values_list("run_id", flat=True)):
-                try:  # one store call (one audit event, one webhook) per run
-                    actions.control(action=action, run_id=run_id, reason=reason)
-                except StateroomError:
-                    skipped += 1  # it moved on meanwhile
-                else:
-                    done += 1
+            done, skipped = _control_each(actions, action, matching, form.cleaned_data["reason"])
             messages.success(
                 request,
                 f"{done_label} {done} run{pluralize(done)}."

@@ -1,4 +1,5 @@
-"""Session pages: the list (found by its runs' ids too), bulk close or expire, the timeline (items, runs, approvals, effects), the export with its audit events, and legal hold on and off.
+"""Session pages: the list (found by its runs' ids too), bulk close or expire, the timeline
+(items, runs, approvals, effects), the export with its audit events, and legal hold on and off.
 
 Close, expire and content deletion (which settle or remove what other domains hold) are
 console_app.views.lifecycle.
@@ -6,10 +7,8 @@ console_app.views.lifecycle.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
@@ -18,19 +17,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from console_app.export import EXPORT_FORMATS, transcript, transcript_filename
-from console_app.forms.sessions import ReasonForm
+from console_app.forms.sessions import BulkForm, ReasonForm, SessionFilterForm
 from console_app.selectors.lifecycle import job_progress
 from console_app.timeline import SessionTimeline, shown_filter
 from lifecycle_app.deletion import DeletionStore
 from lifecycle_app.endings import SessionEndings
 from runs_app.store import RunStateStore
-from sessions_app.models import TERMINAL_SESSION_STATUSES, Session, SessionStatus
-from sessions_app.store import MAX_USER_ID_LENGTH, SessionStore, check_reason
+from sessions_app.models import TERMINAL_SESSION_STATUSES, Session
+from sessions_app.store import SessionStore, check_reason
 from stateroom.actor import Actor
 from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
-from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.pages import keyset_page, parse_cursor
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
@@ -125,37 +123,6 @@ TIMELINE_FILTER_LABELS = [
 ]
 
 BULK_LIMIT = 5000
-
-
-class SessionFilterForm(forms.Form):
-    status = forms.ChoiceField(choices=[("", "Any status"), *SessionStatus.choices], required=False)
-    user_id = forms.CharField(required=False, max_length=MAX_USER_ID_LENGTH, label="User id")
-    created_from = forms.DateField(required=False, label="Created from")
-    created_to = forms.DateField(required=False, label="Created to")
-    q = forms.CharField(required=False, max_length=MAX_PUBLIC_ID_LENGTH, label="Session or run id")
-
-    def store_filters(self) -> dict:
-        """The filters as `SessionStore.list_sessions` takes them (dates as UTC day bounds)."""
-        data = self.cleaned_data
-        return {
-            "status": data["status"] or None,
-            "user_id": data["user_id"].strip() or None,
-            "created_from": _day_start(data["created_from"]),
-            # Inclusive "to" date: everything before the next day starts.
-            "created_to": _day_start(data["created_to"], days=1),
-            "search": data["q"].strip() or None,
-        }
-
-
-def _day_start(day, *, days: int = 0) -> datetime | None:
-    if day is None:
-        return None
-    return datetime.combine(day + timedelta(days=days), time.min, tzinfo=UTC)
-
-
-class BulkForm(ReasonForm):
-    action = forms.ChoiceField(choices=[("close", "Close"), ("expire", "Expire")])
-    expected_count = forms.IntegerField(min_value=0)
 
 
 def _store(request) -> SessionStore:

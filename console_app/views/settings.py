@@ -1,4 +1,6 @@
-"""Settings pages: tokens, members, legal hold, four-eyes and the other tenant switches, and retention."""
+"""Settings pages: tokens, members, legal hold, four-eyes and the other tenant switches, and
+retention.
+"""
 
 from django.contrib import messages
 from django.http import Http404

@@ -1,17 +1,17 @@
-"""Task pages: list, checkpoint viewer, checkpoint diff, a LangGraph thread's checkpoint and diff, and the task inspector with the task's runs and effects."""
+"""Task pages: list, checkpoint viewer, checkpoint diff, a LangGraph thread's checkpoint and diff,
+and the task inspector with the task's runs and effects.
+"""
 
 from __future__ import annotations
 
 import difflib
-from itertools import pairwise
 
-from django import forms
 from django.http import Http404
 from django.views.decorators.http import require_GET
 
 from approvals_app.store import ApprovalStore
-from effects_app.store import EffectStore
-from runs_app.store import RunStateStore
+from console_app.forms.tasks import TaskFilterForm
+from console_app.selectors.tasks import checkpoint_rows, related_work
 from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from stateroom.htmx import render_page
@@ -19,14 +19,9 @@ from stateroom.jsonview import diff, pretty
 from stateroom.pages import keyset_page, parse_cursor
 from tasks_app.graph_values import show
 from tasks_app.langgraph_store import INTERRUPT_CHANNEL, CheckpointTuple, GraphThreadStore
-from tasks_app.models import TaskStatus
 from tasks_app.store import TaskStateStore
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
-
-
-class TaskFilterForm(forms.Form):
-    status = forms.ChoiceField(choices=[("", "Any status"), *TaskStatus.choices], required=False)
 
 
 def _store(request) -> TaskStateStore:
@@ -278,27 +273,12 @@ def task_detail(request, task_id: str):
         task = store.load(task_id)
     except NotFound as exc:
         raise Http404("No such task") from exc
-    checkpoints = store.list_checkpoints(task_id).defer("state").order_by("-seq")
-    before_seq = parse_cursor(request.GET.get("before_seq"))
-    if before_seq is not None:
-        checkpoints = checkpoints.filter(seq__lt=before_seq)
-    checkpoints = list(checkpoints[: CHECKPOINTS_PAGE + 1])
-    # The row after each one (one more is read than shown) is its predecessor.
-    for newer, previous in pairwise(checkpoints):
-        newer.previous_id = previous.checkpoint_id
-    completed, pending = len(task.completed_nodes), len(task.pending_nodes)
-    effects = (
-        EffectStore(request.tenant, store.actor)
-        .list_effects()
-        .filter(run__task=task)
-        .order_by("-id")[: RELATED_PAGE + 1]
+    checkpoints = checkpoint_rows(
+        store, task_id, parse_cursor(request.GET.get("before_seq")), CHECKPOINTS_PAGE + 1
     )
-    run_store = RunStateStore(request.tenant, store.actor)
-    runs = list(run_store.list_runs(task_id=task_id).order_by("-id")[: RELATED_PAGE + 1])
-    done_at = run_store.node_finish_order(task_id=task_id)
-    # In the order the runs did them (node executions); nodes no run recorded come last.
-    completed_nodes = sorted(
-        task.completed_nodes, key=lambda node: (node not in done_at, done_at.get(node), node)
+    completed, pending = len(task.completed_nodes), len(task.pending_nodes)
+    runs, effects, completed_nodes = related_work(
+        request.tenant, store.actor, task, RELATED_PAGE + 1
     )
     graph = GraphThreadStore(request.tenant, store.actor).history(
         task, cursor=parse_cursor(request.GET.get("graph_before")), limit=GRAPH_PAGE
@@ -322,7 +302,7 @@ def task_detail(request, task_id: str):
                 if len(checkpoints) > CHECKPOINTS_PAGE
                 else None
             ),
-            "effects": list(effects),
+            "effects": effects,
             "runs": runs,
             "related_page": RELATED_PAGE,
             "completed_nodes": completed_nodes,

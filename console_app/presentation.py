@@ -1,4 +1,5 @@
-"""How an approval's call is shown to people: its key arguments, and its arguments as a tree.
+"""How an approval's call is shown on the approval pages: its key arguments, and its arguments as
+a tree.
 
 Arguments are agent-written: every value goes through `format_html`/`escape`.
 """
@@ -8,14 +9,13 @@ from __future__ import annotations
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from approvals_app.display import money_values
+from approvals_app.models import ApprovalRequest
 from stateroom import jsongate
 from stateroom.errors import Unprocessable
 from stateroom.jsonview import Change, diff
 from stateroom.jsonview import json_tree as _value
 from stateroom.jsonview import short as _short
-
-from .display import money_values
-from .models import ApprovalRequest
 
 KEY_VALUE_CHARS = 60
 _MISSING = object()
