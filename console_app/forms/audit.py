@@ -5,12 +5,18 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
+
+
+def _length(field: str) -> int:
+    return AuditEvent._meta.get_field(field).max_length
+
 
 class AuditFilterForm(forms.Form):
-    actor = forms.CharField(required=False, max_length=200)
-    action = forms.CharField(required=False, max_length=64)
-    target_type = forms.CharField(required=False, max_length=32)
-    target_id = forms.CharField(required=False, max_length=128)
+    actor = forms.CharField(required=False, max_length=_length("actor_label"))
+    action = forms.CharField(required=False, max_length=_length("action"))
+    target_type = forms.CharField(required=False, max_length=_length("target_type"))
+    target_id = forms.CharField(required=False, max_length=_length("target_id"))
     date_from = forms.DateField(required=False, label="From")
     date_to = forms.DateField(required=False, label="To")
 

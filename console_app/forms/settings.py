@@ -2,7 +2,9 @@
 
 from django import forms
 
+from stateroom.leases import MAX_SESSION_LEASE_DAYS
 from tenancy_app.models import Role
+from tenancy_app.store import MAX_UNCLAIMED_WARNING
 
 ON_OFF = [("on", "on"), ("off", "off")]
 
@@ -36,13 +38,17 @@ class QuickApproveForm(forms.Form):
 class SessionLeaseForm(forms.Form):
     """The lease of new sessions, in days (every activity renews it for this long)."""
 
-    days = forms.IntegerField(min_value=1, max_value=30, label="Session lease (days)")
+    days = forms.IntegerField(
+        min_value=1, max_value=MAX_SESSION_LEASE_DAYS, label="Session lease (days)"
+    )
 
 
 class UnclaimedRunWarningForm(forms.Form):
     """How long a running run may go unheld before it is flagged, in minutes (up to a day)."""
 
-    minutes = forms.IntegerField(min_value=1, max_value=1440, label="Minutes")
+    minutes = forms.IntegerField(
+        min_value=1, max_value=MAX_UNCLAIMED_WARNING // 60, label="Minutes"
+    )
 
 
 class MemberForm(forms.Form):

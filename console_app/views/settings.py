@@ -93,6 +93,8 @@ def _overview(request, *, hold_form=None, status=200):
             "tab": "overview",
             "hold_form": hold_form
             or LegalHoldForm(initial={"on": "off" if tenant.legal_hold else "on"}),
+            "lease_days_max": SessionLeaseForm.base_fields["days"].max_value,
+            "warning_minutes_max": UnclaimedRunWarningForm.base_fields["minutes"].max_value,
         },
         status=status,
     )
