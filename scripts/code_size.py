@@ -19,6 +19,11 @@ the 1,300-1,500 lines of the stores issue 33 cuts fails long before it gets
 there. Exit status: 1 when anything is over a limit (each offender listed
 under "OVER THE LIMIT"), 0 otherwise; `make lint` and
 tests/project/test_code_size.py run it.
+
+DEBT lists what is still over the default limits (the demo's scenarios and the
+bench, not yet cut): each entry may not grow, and an entry that is back under
+the limit must leave the list (the script fails on a stale entry), so the list
+only shrinks. Anything else over a limit fails at once.
 """
 
 from __future__ import annotations
@@ -43,6 +48,28 @@ def sources() -> list[Path]:
             if SKIP_PARTS.isdisjoint(relative.parts) and relative not in GENERATED:
                 found.append(relative)
     return sorted(found)
+
+
+# What is still over the default limits, and the most it may be (issue 33: to cut).
+DEBT = {
+    "bench/generate.py": 1035,
+    "demo_app/scenarios.py load_scenarios": 162,
+    "bench/store_ops.py build_ops": 158,
+    "demo_app/runtime.py TenantRuntime._migrate": 109,
+    "bench/binding.py run": 100,
+    "bench/store_ops.py _contention": 94,
+    "bench/api.py request_anatomy": 86,
+    "bench/generate.py create_deletion_session": 82,
+    "demo_app/scenarios.py payments_refund": 81,
+    "demo_app/scenarios.py migration_task": 75,
+    "bench/console.py run": 70,
+    "demo_app/scenarios.py support_conversation": 68,
+    "bench/generate.py generate": 66,
+    "bench/generate.py _run_children": 65,
+    "bench/api.py client_ops": 64,
+    "bench/deletion.py run": 64,
+    "bench/generate.py _audit_rows": 61,
+}
 
 
 def long_functions(path: Path, limit: int) -> list[tuple[str, int, int]]:
@@ -75,18 +102,36 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(sizes)} modules, {sum(sizes.values())} lines; the largest:")
     for path, lines in sorted(sizes.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"  {lines:6d}  {path}")
-    big = {path: lines for path, lines in sizes.items() if lines > args.max_module}
-    longs = [(path, *f) for path in sizes for f in long_functions(path, args.max_function)]
-    if not big and not longs:
-        print(f"OK: no module over {args.max_module} lines, no function over {args.max_function}")
+    big = {str(path): lines for path, lines in sizes.items() if lines > args.max_module}
+    longs = {
+        f"{path} {name}": (f"{path}:{line} {name}", length)
+        for path in sizes
+        for name, line, length in long_functions(path, args.max_function)
+    }
+    debt = DEBT if (args.max_function, args.max_module) == (60, 800) else {}
+    over = {key: lines for key, lines in big.items()}
+    over.update({key: length for key, (_, length) in longs.items()})
+    owed = {key: lines for key, lines in over.items() if key in debt and lines <= debt[key]}
+    failing = {key: lines for key, lines in over.items() if key not in owed}
+    stale = sorted(key for key in debt if key not in over)
+    if owed:
+        print(f"still over the limits, allowed by DEBT (may not grow): {len(owed)}")
+        for key, lines in sorted(owed.items(), key=lambda kv: -kv[1]):
+            print(f"  {lines:6d}  {key} (at most {debt[key]})")
+    if not failing and not stale:
+        print(
+            f"OK: no other module over {args.max_module} lines, no other function over "
+            f"{args.max_function}"
+        )
         return 0
     print("OVER THE LIMIT:")
-    print(f"modules over {args.max_module} lines: {len(big)}")
-    for path, lines in sorted(big.items(), key=lambda kv: -kv[1]):
-        print(f"  {lines:6d}  {path}")
-    print(f"functions over {args.max_function} lines: {len(longs)}")
-    for path, name, line, length in sorted(longs, key=lambda f: -f[3]):
-        print(f"  {length:6d}  {path}:{line} {name}")
+    for key, lines in sorted(failing.items(), key=lambda kv: -kv[1]):
+        label = longs[key][0] if key in longs else key
+        kind = "function" if key in longs else "module"
+        grew = f" (DEBT allows {debt[key]})" if key in debt else ""
+        print(f"  {lines:6d}  {kind} {label}{grew}")
+    for key in stale:
+        print(f"  stale DEBT entry, now within the limits: remove {key!r} from DEBT")
     return 1
 
 
