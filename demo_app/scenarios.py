@@ -171,34 +171,8 @@ REFUND_SCHEMA = {
 }
 
 
-def payments_refund(
-    tenant: Tenant, rng: random.Random, index: int, *, risk: str, amount: int, age_minutes: float
-):
-    """A payments agent that asks before issuing a refund; leaves the run waiting."""
-    runtime = runtime_actor(tenant)
-    clock = Clock(timezone.now() - timedelta(minutes=age_minutes))
-    sessions, runs, approvals, effects, _ = _stores(tenant, runtime, clock)
-    user = CUSTOMERS[(index + 3) % len(CUSTOMERS)]
-    session = sessions.create(
-        session_id=f"payments-{tenant.slug}-{index:03d}",
-        user_id=user,
-        metadata={"agent": "payments-agent", "channel": "app"},
-        lease_seconds=86400,
-    )
-    run = runs.create(
-        session_id=session.session_id,
-        active_agent="payments-agent",
-        deadline_at=timezone.now() + timedelta(hours=6),
-    )
-    sessions.attach(
-        session_id=session.session_id,
-        run_id=run.run_id,
-        user_id=user,
-        expected_revision=session.revision,
-        lease_seconds=86400,
-    )
-    run = _advance(runs, run.run_id, status="running", current_node_id="refund")
-    charge = f"ch_{rng.randint(10**9, 10**10)}"
+def _refund_conversation(sessions, runs, effects, session, run, *, charge: str, amount: int):
+    """The customer asks, the agent finds the duplicate charge (a committed lookup effect)."""
     sessions.append_items(
         session_id=session.session_id,
         run_id=run.run_id,
@@ -231,6 +205,37 @@ def payments_refund(
         node_id="find_charge",
     )
     effects.commit(effect_id=lookup.effect_id, result={"amount_eur": amount, "duplicate": True})
+
+
+def payments_refund(
+    tenant: Tenant, rng: random.Random, index: int, *, risk: str, amount: int, age_minutes: float
+):
+    """A payments agent that asks before issuing a refund; leaves the run waiting."""
+    runtime = runtime_actor(tenant)
+    clock = Clock(timezone.now() - timedelta(minutes=age_minutes))
+    sessions, runs, approvals, effects, _ = _stores(tenant, runtime, clock)
+    user = CUSTOMERS[(index + 3) % len(CUSTOMERS)]
+    session = sessions.create(
+        session_id=f"payments-{tenant.slug}-{index:03d}",
+        user_id=user,
+        metadata={"agent": "payments-agent", "channel": "app"},
+        lease_seconds=86400,
+    )
+    run = runs.create(
+        session_id=session.session_id,
+        active_agent="payments-agent",
+        deadline_at=timezone.now() + timedelta(hours=6),
+    )
+    sessions.attach(
+        session_id=session.session_id,
+        run_id=run.run_id,
+        user_id=user,
+        expected_revision=session.revision,
+        lease_seconds=86400,
+    )
+    run = _advance(runs, run.run_id, status="running", current_node_id="refund")
+    charge = f"ch_{rng.randint(10**9, 10**10)}"
+    _refund_conversation(sessions, runs, effects, session, run, charge=charge, amount=amount)
     run = runs.get(run.run_id)
     approval = approvals.request(
         run_id=run.run_id,
