@@ -286,6 +286,30 @@ def settle_refund(
         _advance(runs, run_id, status="failed", error={"code": "rejected", "message": reason})
 
 
+def _migration_day(
+    runs, effects, clock, rng, run_id, task_id, day_nodes, done, *, index, final_status
+):
+    """One day's nodes, a git commit effect per patch; stops before the tests if still open."""
+    for node in day_nodes:
+        if final_status in {"active", "waiting"} and node == "tests":
+            return
+        runs.start_node(run_id=run_id, node_id=node)
+        clock.advance(minutes=rng.randint(10, 90))
+        runs.finish_node(run_id=run_id, node_id=node, status="succeeded")
+        done.append(node)
+        if node.startswith("patch"):
+            effect, _ = effects.record(
+                run_id=run_id,
+                idempotency_key=f"{task_id}:{node}",
+                tool_name="git.commit",
+                request={"branch": f"migrate/{index}", "node": node},
+                node_id=node,
+            )
+            effects.commit(
+                effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"}
+            )
+
+
 def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_status: str | None):
     """A code migration over three days of checkpoints (seed 000's long task)."""
     runtime = runtime_actor(tenant)
@@ -301,24 +325,18 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
     for day, day_nodes in enumerate([nodes[:3], nodes[3:6], nodes[6:]]):
         run = runs.create(task_id=task.task_id, active_agent="migration-agent")
         _advance(runs, run.run_id, status="running")
-        for node in day_nodes:
-            if final_status in {"active", "waiting"} and node == "tests":
-                break
-            runs.start_node(run_id=run.run_id, node_id=node)
-            clock.advance(minutes=rng.randint(10, 90))
-            runs.finish_node(run_id=run.run_id, node_id=node, status="succeeded")
-            done.append(node)
-            if node.startswith("patch"):
-                effect, _ = effects.record(
-                    run_id=run.run_id,
-                    idempotency_key=f"{task.task_id}:{node}",
-                    tool_name="git.commit",
-                    request={"branch": f"migrate/{index}", "node": node},
-                    node_id=node,
-                )
-                effects.commit(
-                    effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"}
-                )
+        _migration_day(
+            runs,
+            effects,
+            clock,
+            rng,
+            run.run_id,
+            task.task_id,
+            day_nodes,
+            done,
+            index=index,
+            final_status=final_status,
+        )
         task = tasks.load(task.task_id)
         task = tasks.save(
             task_id=task.task_id,
