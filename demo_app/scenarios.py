@@ -310,6 +310,15 @@ def _migration_day(
             )
 
 
+def _end_migration_run(runs, run_id, version, final_status):
+    """The last day's run ends as the task does."""
+    status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[final_status]
+    changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
+    if status == "failed":
+        changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
+    _ending(runs).compare_and_set(run_id=run_id, expected_version=version, changes=changes)
+
+
 def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_status: str | None):
     """A code migration over three days of checkpoints (seed 000's long task)."""
     runtime = runtime_actor(tenant)
@@ -366,15 +375,7 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
         elif final_status in {"active", "waiting"}:
             _advance(runs, run.run_id, status="suspended")
         else:
-            status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[
-                final_status
-            ]
-            changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
-            if status == "failed":
-                changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
-            _ending(runs).compare_and_set(
-                run_id=run.run_id, expected_version=last.version, changes=changes
-            )
+            _end_migration_run(runs, run.run_id, last.version, final_status)
     if final_status and final_status != "active":
         task = tasks.load(task.task_id)
         tasks.save(task_id=task.task_id, expected_version=task.version, status=final_status)
