@@ -321,9 +321,8 @@ def _end_migration_run(runs, run_id, version, final_status):
 
 def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_status: str | None):
     """A code migration over three days of checkpoints (seed 000's long task)."""
-    runtime = runtime_actor(tenant)
     clock = Clock(timezone.now() - timedelta(days=3, hours=index))
-    _, runs, _, effects, tasks = _stores(tenant, runtime, clock)
+    _, runs, _, effects, tasks = _stores(tenant, runtime_actor(tenant), clock)
     nodes = ["clone", "analyze", "plan", "patch-1", "patch-2", "patch-3", "tests", "open-pr"]
     task = tasks.create(
         task_id=f"migrate-{tenant.slug}-{index:02d}",
