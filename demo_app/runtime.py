@@ -213,6 +213,21 @@ MIGRATIONS = [
 MIGRATION_STEPS = ["scan", "plan", "upgrade-deps", "fix-imports", "run-tests", "open-pr"]
 
 
+@dataclass
+class _Migration:
+    """What one migration's days share: the task, the steps and what is done so far."""
+
+    task_id: str
+    repo: str
+    old: str
+    new: str
+    steps: list[str]
+    start: Any
+    done: list[str] = field(default_factory=list)
+    artifacts: list[str] = field(default_factory=list)
+    effects: list[str] = field(default_factory=list)
+
+
 # --- one tenant's runtime -----------------------------------------------------
 @dataclass
 class TenantRuntime:
@@ -539,102 +554,115 @@ class TenantRuntime:
             task_id, expected_version=task.version, plan_version="plan-v1", pending_nodes=steps
         )
         log.info("%s: migration %s started (%s -> %s)", self.tenant, task_id, old, new)
-        start = datetime.now(UTC).date()
-        done: list[str] = []
-        artifacts: list[str] = []
-        effects: list[str] = []
+        mig = _Migration(task_id, repo, old, new, steps, datetime.now(UTC).date())
         day = 0
         tests_failed_once = False
-        while len(done) < len(steps):
+        while len(mig.done) < len(steps):
             day += 1
-            step = steps[len(done)]
-            run = await self.client.create_run(
-                run_id=f"{task_id}.day{day}", task_id=task_id, active_agent="migration-agent"
-            )
-            run = await self.client.transition_run(
-                run.run_id, expected_version=run.version, status="running", current_node_id=step
-            )
-            await self.client.append_events(
-                run.run_id, [{"type": "node.started", "node_id": step, "payload": {"day": day}}]
-            )
-            await self._pause(self.pace.migration_day)
-            failed = step == "run-tests" and not tests_failed_once and self.rng.random() < 0.4
+            failed = await self._migrate_day(mig, day, tests_failed_once)
             tests_failed_once = tests_failed_once or failed
-            files = self.rng.randint(3, 40)
-            if failed:
-                error = {
-                    "code": "tests_failed",
-                    "message": f"{self.rng.randint(1, 9)} tests failed",
-                }
-                await self.client.append_events(
-                    run.run_id, [{"type": "node.failed", "node_id": step, "payload": error}]
-                )
-                await self.client.transition_run(
-                    run.run_id, expected_version=run.version, status="failed", error=error
-                )
-            else:
-                if step in ("upgrade-deps", "open-pr"):
-                    name = "push_branch" if step == "upgrade-deps" else "open_pull_request"
-                    effect = await self.client.record_effect(
-                        run.run_id,
-                        idempotency_key=f"{task_id}:{name}",
-                        tool_name=name,
-                        request={
-                            "repo": repo,
-                            "branch": f"migrate/{new.replace(' ', '-').lower()}",
-                        },
-                    )
-                    if effect.status == "started":
-                        ref = f"https://git.example.com/{repo}/pull/{self.rng.randint(100, 999)}"
-                        await self.client.commit_effect(effect.effect_id, result={"url": ref})
-                        artifacts.append(ref)
-                    effects.append(effect.effect_id)
-                done.append(step)
-                await self.client.append_events(
-                    run.run_id,
-                    [{"type": "node.finished", "node_id": step, "payload": {"files": files}}],
-                )
-            checkpoint = await self.client.append_checkpoint(
-                task_id,
-                node_id=step,
-                state={
-                    "day": day,
-                    "date": (start + timedelta(days=day - 1)).isoformat(),
-                    "repo": repo,
-                    "from": old,
-                    "to": new,
-                    "completed_nodes": list(done),
-                    "pending_nodes": steps[len(done) :],
-                    "files_changed": files,
-                    "tests": {"passed": self.rng.randint(300, 900), "failed": 3 if failed else 0},
-                    "notes": f"Day {day}: {'retrying ' if failed else ''}{step}",
-                },
-            )
-            task = await self.client.get_task(task_id)
-            await self.client.save_task_state(
-                task_id,
-                expected_version=task.version,
-                completed_nodes=list(done),
-                pending_nodes=steps[len(done) :],
-                artifact_refs=artifacts,
-                external_effect_records=effects,
-                status="active",
-            )
-            if not failed:
-                run = await self.client.get_run(run.run_id)
-                await self.client.transition_run(
-                    run.run_id,
-                    expected_version=run.version,
-                    status="succeeded",
-                    last_checkpoint_id=checkpoint.checkpoint_id,
-                    token_used=self.rng.randint(2_000, 20_000),
-                )
         task = await self.client.get_task(task_id)
         await self.client.save_task_state(
             task_id, expected_version=task.version, status="completed"
         )
         log.info("%s: migration %s completed in %d days", self.tenant, task_id, day)
         return task_id
+
+    async def _migrate_day(self, mig: _Migration, day: int, tests_failed_once: bool) -> bool:
+        """One day of a migration: one run on the next step; True if its tests failed."""
+        task_id, step = mig.task_id, mig.steps[len(mig.done)]
+        run = await self.client.create_run(
+            run_id=f"{task_id}.day{day}", task_id=task_id, active_agent="migration-agent"
+        )
+        run = await self.client.transition_run(
+            run.run_id, expected_version=run.version, status="running", current_node_id=step
+        )
+        await self.client.append_events(
+            run.run_id, [{"type": "node.started", "node_id": step, "payload": {"day": day}}]
+        )
+        await self._pause(self.pace.migration_day)
+        failed = step == "run-tests" and not tests_failed_once and self.rng.random() < 0.4
+        files = self.rng.randint(3, 40)
+        if failed:
+            error = {
+                "code": "tests_failed",
+                "message": f"{self.rng.randint(1, 9)} tests failed",
+            }
+            await self.client.append_events(
+                run.run_id, [{"type": "node.failed", "node_id": step, "payload": error}]
+            )
+            await self.client.transition_run(
+                run.run_id, expected_version=run.version, status="failed", error=error
+            )
+        else:
+            if step in ("upgrade-deps", "open-pr"):
+                await self._migrate_effect(mig, run.run_id, step)
+            mig.done.append(step)
+            await self.client.append_events(
+                run.run_id,
+                [{"type": "node.finished", "node_id": step, "payload": {"files": files}}],
+            )
+        await self._migrate_checkpoint(mig, run.run_id, step, day, files, failed)
+        return failed
+
+    async def _migrate_effect(self, mig: _Migration, run_id: str, step: str) -> None:
+        """The step's external effect: push the branch or open the pull request."""
+        name = "push_branch" if step == "upgrade-deps" else "open_pull_request"
+        effect = await self.client.record_effect(
+            run_id,
+            idempotency_key=f"{mig.task_id}:{name}",
+            tool_name=name,
+            request={
+                "repo": mig.repo,
+                "branch": f"migrate/{mig.new.replace(' ', '-').lower()}",
+            },
+        )
+        if effect.status == "started":
+            ref = f"https://git.example.com/{mig.repo}/pull/{self.rng.randint(100, 999)}"
+            await self.client.commit_effect(effect.effect_id, result={"url": ref})
+            mig.artifacts.append(ref)
+        mig.effects.append(effect.effect_id)
+
+    async def _migrate_checkpoint(
+        self, mig: _Migration, run_id: str, step: str, day: int, files: int, failed: bool
+    ) -> None:
+        """The day's checkpoint and task state; a day without failure ends its run."""
+        task_id, done = mig.task_id, mig.done
+        checkpoint = await self.client.append_checkpoint(
+            task_id,
+            node_id=step,
+            state={
+                "day": day,
+                "date": (mig.start + timedelta(days=day - 1)).isoformat(),
+                "repo": mig.repo,
+                "from": mig.old,
+                "to": mig.new,
+                "completed_nodes": list(done),
+                "pending_nodes": mig.steps[len(done) :],
+                "files_changed": files,
+                "tests": {"passed": self.rng.randint(300, 900), "failed": 3 if failed else 0},
+                "notes": f"Day {day}: {'retrying ' if failed else ''}{step}",
+            },
+        )
+        task = await self.client.get_task(task_id)
+        await self.client.save_task_state(
+            task_id,
+            expected_version=task.version,
+            completed_nodes=list(done),
+            pending_nodes=mig.steps[len(done) :],
+            artifact_refs=mig.artifacts,
+            external_effect_records=mig.effects,
+            status="active",
+        )
+        if not failed:
+            run = await self.client.get_run(run_id)
+            await self.client.transition_run(
+                run.run_id,
+                expected_version=run.version,
+                status="succeeded",
+                last_checkpoint_id=checkpoint.checkpoint_id,
+                token_used=self.rng.randint(2_000, 20_000),
+            )
 
     # --- the loop -------------------------------------------------------------------
     async def run_forever(self, stop: asyncio.Event) -> None:

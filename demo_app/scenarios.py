@@ -171,34 +171,8 @@ REFUND_SCHEMA = {
 }
 
 
-def payments_refund(
-    tenant: Tenant, rng: random.Random, index: int, *, risk: str, amount: int, age_minutes: float
-):
-    """A payments agent that asks before issuing a refund; leaves the run waiting."""
-    runtime = runtime_actor(tenant)
-    clock = Clock(timezone.now() - timedelta(minutes=age_minutes))
-    sessions, runs, approvals, effects, _ = _stores(tenant, runtime, clock)
-    user = CUSTOMERS[(index + 3) % len(CUSTOMERS)]
-    session = sessions.create(
-        session_id=f"payments-{tenant.slug}-{index:03d}",
-        user_id=user,
-        metadata={"agent": "payments-agent", "channel": "app"},
-        lease_seconds=86400,
-    )
-    run = runs.create(
-        session_id=session.session_id,
-        active_agent="payments-agent",
-        deadline_at=timezone.now() + timedelta(hours=6),
-    )
-    sessions.attach(
-        session_id=session.session_id,
-        run_id=run.run_id,
-        user_id=user,
-        expected_revision=session.revision,
-        lease_seconds=86400,
-    )
-    run = _advance(runs, run.run_id, status="running", current_node_id="refund")
-    charge = f"ch_{rng.randint(10**9, 10**10)}"
+def _refund_conversation(sessions, runs, effects, session, run, *, charge: str, amount: int):
+    """The customer asks, the agent finds the duplicate charge (a committed lookup effect)."""
     sessions.append_items(
         session_id=session.session_id,
         run_id=run.run_id,
@@ -231,6 +205,37 @@ def payments_refund(
         node_id="find_charge",
     )
     effects.commit(effect_id=lookup.effect_id, result={"amount_eur": amount, "duplicate": True})
+
+
+def payments_refund(
+    tenant: Tenant, rng: random.Random, index: int, *, risk: str, amount: int, age_minutes: float
+):
+    """A payments agent that asks before issuing a refund; leaves the run waiting."""
+    runtime = runtime_actor(tenant)
+    clock = Clock(timezone.now() - timedelta(minutes=age_minutes))
+    sessions, runs, approvals, effects, _ = _stores(tenant, runtime, clock)
+    user = CUSTOMERS[(index + 3) % len(CUSTOMERS)]
+    session = sessions.create(
+        session_id=f"payments-{tenant.slug}-{index:03d}",
+        user_id=user,
+        metadata={"agent": "payments-agent", "channel": "app"},
+        lease_seconds=86400,
+    )
+    run = runs.create(
+        session_id=session.session_id,
+        active_agent="payments-agent",
+        deadline_at=timezone.now() + timedelta(hours=6),
+    )
+    sessions.attach(
+        session_id=session.session_id,
+        run_id=run.run_id,
+        user_id=user,
+        expected_revision=session.revision,
+        lease_seconds=86400,
+    )
+    run = _advance(runs, run.run_id, status="running", current_node_id="refund")
+    charge = f"ch_{rng.randint(10**9, 10**10)}"
+    _refund_conversation(sessions, runs, effects, session, run, charge=charge, amount=amount)
     run = runs.get(run.run_id)
     approval = approvals.request(
         run_id=run.run_id,
@@ -281,11 +286,43 @@ def settle_refund(
         _advance(runs, run_id, status="failed", error={"code": "rejected", "message": reason})
 
 
+def _migration_day(
+    runs, effects, clock, rng, run_id, task_id, day_nodes, done, *, index, final_status
+):
+    """One day's nodes, a git commit effect per patch; stops before the tests if still open."""
+    for node in day_nodes:
+        if final_status in {"active", "waiting"} and node == "tests":
+            return
+        runs.start_node(run_id=run_id, node_id=node)
+        clock.advance(minutes=rng.randint(10, 90))
+        runs.finish_node(run_id=run_id, node_id=node, status="succeeded")
+        done.append(node)
+        if node.startswith("patch"):
+            effect, _ = effects.record(
+                run_id=run_id,
+                idempotency_key=f"{task_id}:{node}",
+                tool_name="git.commit",
+                request={"branch": f"migrate/{index}", "node": node},
+                node_id=node,
+            )
+            effects.commit(
+                effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"}
+            )
+
+
+def _end_migration_run(runs, run_id, version, final_status):
+    """The last day's run ends as the task does."""
+    status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[final_status]
+    changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
+    if status == "failed":
+        changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
+    _ending(runs).compare_and_set(run_id=run_id, expected_version=version, changes=changes)
+
+
 def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_status: str | None):
     """A code migration over three days of checkpoints (seed 000's long task)."""
-    runtime = runtime_actor(tenant)
     clock = Clock(timezone.now() - timedelta(days=3, hours=index))
-    _, runs, _, effects, tasks = _stores(tenant, runtime, clock)
+    _, runs, _, effects, tasks = _stores(tenant, runtime_actor(tenant), clock)
     nodes = ["clone", "analyze", "plan", "patch-1", "patch-2", "patch-3", "tests", "open-pr"]
     task = tasks.create(
         task_id=f"migrate-{tenant.slug}-{index:02d}",
@@ -296,24 +333,18 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
     for day, day_nodes in enumerate([nodes[:3], nodes[3:6], nodes[6:]]):
         run = runs.create(task_id=task.task_id, active_agent="migration-agent")
         _advance(runs, run.run_id, status="running")
-        for node in day_nodes:
-            if final_status in {"active", "waiting"} and node == "tests":
-                break
-            runs.start_node(run_id=run.run_id, node_id=node)
-            clock.advance(minutes=rng.randint(10, 90))
-            runs.finish_node(run_id=run.run_id, node_id=node, status="succeeded")
-            done.append(node)
-            if node.startswith("patch"):
-                effect, _ = effects.record(
-                    run_id=run.run_id,
-                    idempotency_key=f"{task.task_id}:{node}",
-                    tool_name="git.commit",
-                    request={"branch": f"migrate/{index}", "node": node},
-                    node_id=node,
-                )
-                effects.commit(
-                    effect_id=effect.effect_id, result={"sha": f"{rng.getrandbits(40):010x}"}
-                )
+        _migration_day(
+            runs,
+            effects,
+            clock,
+            rng,
+            run.run_id,
+            task.task_id,
+            day_nodes,
+            done,
+            index=index,
+            final_status=final_status,
+        )
         task = tasks.load(task.task_id)
         task = tasks.save(
             task_id=task.task_id,
@@ -343,38 +374,20 @@ def migration_task(tenant: Tenant, rng: random.Random, index: int, *, final_stat
         elif final_status in {"active", "waiting"}:
             _advance(runs, run.run_id, status="suspended")
         else:
-            status = {"completed": "succeeded", "failed": "failed", "cancelled": "cancelled"}[
-                final_status
-            ]
-            changes = {"status": status, "token_used": 181_000, "cost_used": "2.7130"}
-            if status == "failed":
-                changes["error"] = {"code": "tests_failed", "message": "3 tests fail after patch-3"}
-            _ending(runs).compare_and_set(
-                run_id=run.run_id, expected_version=last.version, changes=changes
-            )
+            _end_migration_run(runs, run.run_id, last.version, final_status)
     if final_status and final_status != "active":
         task = tasks.load(task.task_id)
         tasks.save(task_id=task.task_id, expected_version=task.version, status=final_status)
     return task
 
 
-def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
-    """Fill one tenant with demo data (skips a tenant that already has sessions)."""
-    rng = random.Random(f"{seed}-{tenant.slug}")
-    operator = Actor.for_user(
-        get_user_model().objects.get(username=demo_username(tenant.slug, "operator"))
-    )
-    admin = Actor.for_user(
-        get_user_model().objects.get(username=demo_username(tenant.slug, "admin"))
-    )
-    with in_tenant(tenant):
-        if SessionStore(tenant, admin).list_sessions().exists():
-            return {"skipped": 1}
-    made = {"sessions": 0, "approvals": 0, "tasks": 0}
+def _load_support_sessions(tenant: Tenant, rng: random.Random, admin: Actor) -> int:
+    """Fourteen support conversations, some idle, closed, expired, on hold or erased."""
+    made = 0
     for i in range(14):
         with in_tenant(tenant):
             support_conversation(tenant, rng, i, age_hours=2 + i * 7)
-        made["sessions"] += 1
+        made += 1
     with in_tenant(tenant):
         sessions = SessionStore(tenant, admin)
         endings = SessionEndings(tenant, admin)
@@ -397,11 +410,16 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
     with in_tenant(tenant):
         DeletionStore(tenant, admin).run(deletion_id=job.deletion_id)
 
+    return made
+
+
+def _load_pending_refunds(tenant: Tenant, rng: random.Random) -> int:
+    """Refunds waiting for a decision, one per risk level in the list."""
+    made = 0
     risks = ["critical", "high", "high", "medium", "medium", "low", "low", "medium"]
-    pending = []
     for i, risk in enumerate(risks):
         with in_tenant(tenant):
-            _, _, approval = payments_refund(
+            payments_refund(
                 tenant,
                 rng,
                 i,
@@ -409,114 +427,148 @@ def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
                 amount=rng.choice([19, 49, 120, 480, 2300]),
                 age_minutes=3 + i * 9,
             )
-        pending.append(approval)
-        made["approvals"] += 1
-    with in_tenant(tenant):
-        _, _, approved = payments_refund(tenant, rng, 20, risk="medium", amount=49, age_minutes=300)
-        settle_refund(
-            tenant, operator, approved, decision="approve", reason="Duplicate confirmed in Stripe"
-        )
-        _, _, rejected = payments_refund(tenant, rng, 21, risk="high", amount=2300, age_minutes=280)
-        settle_refund(
-            tenant, operator, rejected, decision="reject", reason="Outside the 30-day refund window"
-        )
-        _, _, answered = payments_refund(
-            tenant, rng, 26, risk="medium", amount=120, age_minutes=260
-        )
-        settle_refund(
-            tenant,
-            operator,
-            answered,
-            decision="respond",
-            reason="A voucher instead of a refund",
-            response="Offer a 120 EUR store voucher; the card refund needs the bank's approval.",
-        )
-        _, _, expired = payments_refund(tenant, rng, 22, risk="low", amount=19, age_minutes=400)
-        ApprovalStore(tenant, Actor.system("approval sweep")).expire(
-            approval_id=expired.approval_id
-        )
-        _, run, cancelled = payments_refund(tenant, rng, 23, risk="low", amount=19, age_minutes=390)
-        ApprovalStore(tenant, runtime_actor(tenant)).cancel(
-            approval_id=cancelled.approval_id, reason="Customer withdrew the request"
-        )
-        RunActions(tenant, admin).cancel(run_id=run.run_id, reason="Customer withdrew the request")
-        # A refund asked before a deploy changed the tool's schema: the runtime voided it on
-        # resume (the old approval cannot be honoured) and asked again with the diff.
-        _, run, stale = payments_refund(tenant, rng, 25, risk="high", amount=480, age_minutes=120)
-        old = {"type": "object", "properties": {"charge": {"type": "string"}}}
-        new = {
-            "type": "object",
-            "properties": {"charge": {"type": "string"}, "currency": {"type": "string"}},
-            "required": ["charge", "currency"],
-        }
-        ApprovalActions(tenant, runtime_actor(tenant)).void(
-            approval_id=stale.approval_id,
-            reason_code="tool_changed",
-            reason="payments.refund now requires a currency; the call was asked without one",
-            details={"tool": stale.tool_name, "old": old, "new": new},
-        )
-        runs = RunStateStore(tenant, runtime_actor(tenant))
-        ApprovalStore(tenant, runtime_actor(tenant)).request(
-            run_id=run.run_id,
-            expected_version=runs.get(run.run_id).version,
-            tool_name=stale.tool_name,
-            arguments={**stale.arguments, "currency": "EUR"},
-            risk="high",
-            reason="The tool changed since this was asked: asked again with the new schema",
-            summary=f"{stale.summary} (asked again: the tool changed)",
-            key_arguments=list(stale.key_arguments),
-            allowed_decisions=list(stale.allowed_decisions),
-            replaces_approval_id=stale.approval_id,
-            arguments_schema=REFUND_SCHEMA,
-        )
-        made["approvals"] += 1
-        # An effect whose outcome is unknown after a crash, and one that failed.
-        _, run, unknown_approval = payments_refund(
-            tenant, rng, 24, risk="medium", amount=120, age_minutes=200
-        )
-        ApprovalStore(tenant, operator).decide(
-            approval_id=unknown_approval.approval_id, decision="approve", reason="ok"
-        )
-        effects = EffectStore(tenant, runtime_actor(tenant))
-        effect, _ = effects.record(
-            run_id=run.run_id,
-            idempotency_key=f"{run.run_id}:refund",
-            tool_name="payments.refund",
-            request=unknown_approval.arguments,
-            node_id="refund",
-            approval_id=unknown_approval.approval_id,
-        )
-        effects.mark_unknown(
-            effect_id=effect.effect_id, reason="worker crashed before the response"
-        )
-        failed, _ = effects.record(
-            run_id=run.run_id,
-            idempotency_key=f"{run.run_id}:notify",
-            tool_name="email.send",
-            request={"to": "customer", "template": "refund-pending"},
-            node_id="notify",
-        )
-        effects.fail(effect_id=failed.effect_id, error={"message": "SMTP 451 temporary failure"})
-        effects.record(  # left in "started": the worker never reported back
-            run_id=run.run_id,
-            idempotency_key=f"{run.run_id}:ledger",
-            tool_name="ledger.write",
-            request={"entry": "refund-pending"},
-            node_id="ledger",
-        )
-        # Runs in the remaining states: created, and past its deadline (failed by the sweep).
-        runs = RunStateStore(tenant, runtime_actor(tenant))
-        runs.create(active_agent="support-assistant")
-        # Created an hour ago with a deadline that has passed since.
-        an_hour_ago = timezone.now() - timedelta(hours=1)
-        earlier = RunStateStore(tenant, runtime_actor(tenant), clock=lambda: an_hour_ago)
-        overdue = earlier.create(
-            active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5)
-        )
-        _advance(earlier, overdue.run_id, status="running")
-        RunActions(tenant, Actor.system("deadline sweep")).fail_overdue()
+        made += 1
+    return made
+
+
+def _load_settled_refunds(tenant: Tenant, rng: random.Random, operator: Actor, admin: Actor):
+    """Refunds approved, rejected, answered, expired and cancelled."""
+    _, _, approved = payments_refund(tenant, rng, 20, risk="medium", amount=49, age_minutes=300)
+    settle_refund(
+        tenant, operator, approved, decision="approve", reason="Duplicate confirmed in Stripe"
+    )
+    _, _, rejected = payments_refund(tenant, rng, 21, risk="high", amount=2300, age_minutes=280)
+    settle_refund(
+        tenant, operator, rejected, decision="reject", reason="Outside the 30-day refund window"
+    )
+    _, _, answered = payments_refund(tenant, rng, 26, risk="medium", amount=120, age_minutes=260)
+    settle_refund(
+        tenant,
+        operator,
+        answered,
+        decision="respond",
+        reason="A voucher instead of a refund",
+        response="Offer a 120 EUR store voucher; the card refund needs the bank's approval.",
+    )
+    _, _, expired = payments_refund(tenant, rng, 22, risk="low", amount=19, age_minutes=400)
+    ApprovalStore(tenant, Actor.system("approval sweep")).expire(approval_id=expired.approval_id)
+    _, run, cancelled = payments_refund(tenant, rng, 23, risk="low", amount=19, age_minutes=390)
+    ApprovalStore(tenant, runtime_actor(tenant)).cancel(
+        approval_id=cancelled.approval_id, reason="Customer withdrew the request"
+    )
+    RunActions(tenant, admin).cancel(run_id=run.run_id, reason="Customer withdrew the request")
+
+
+def _load_stale_refund(tenant: Tenant, rng: random.Random):
+    # A refund asked before a deploy changed the tool's schema: the runtime voided it on
+    # resume (the old approval cannot be honoured) and asked again with the diff.
+    _, run, stale = payments_refund(tenant, rng, 25, risk="high", amount=480, age_minutes=120)
+    old = {"type": "object", "properties": {"charge": {"type": "string"}}}
+    new = {
+        "type": "object",
+        "properties": {"charge": {"type": "string"}, "currency": {"type": "string"}},
+        "required": ["charge", "currency"],
+    }
+    ApprovalActions(tenant, runtime_actor(tenant)).void(
+        approval_id=stale.approval_id,
+        reason_code="tool_changed",
+        reason="payments.refund now requires a currency; the call was asked without one",
+        details={"tool": stale.tool_name, "old": old, "new": new},
+    )
+    runs = RunStateStore(tenant, runtime_actor(tenant))
+    ApprovalStore(tenant, runtime_actor(tenant)).request(
+        run_id=run.run_id,
+        expected_version=runs.get(run.run_id).version,
+        tool_name=stale.tool_name,
+        arguments={**stale.arguments, "currency": "EUR"},
+        risk="high",
+        reason="The tool changed since this was asked: asked again with the new schema",
+        summary=f"{stale.summary} (asked again: the tool changed)",
+        key_arguments=list(stale.key_arguments),
+        allowed_decisions=list(stale.allowed_decisions),
+        replaces_approval_id=stale.approval_id,
+        arguments_schema=REFUND_SCHEMA,
+    )
+
+
+def _load_effects(tenant: Tenant, rng: random.Random, operator: Actor):
+    # An effect whose outcome is unknown after a crash, and one that failed.
+    _, run, unknown_approval = payments_refund(
+        tenant, rng, 24, risk="medium", amount=120, age_minutes=200
+    )
+    ApprovalStore(tenant, operator).decide(
+        approval_id=unknown_approval.approval_id, decision="approve", reason="ok"
+    )
+    effects = EffectStore(tenant, runtime_actor(tenant))
+    effect, _ = effects.record(
+        run_id=run.run_id,
+        idempotency_key=f"{run.run_id}:refund",
+        tool_name="payments.refund",
+        request=unknown_approval.arguments,
+        node_id="refund",
+        approval_id=unknown_approval.approval_id,
+    )
+    effects.mark_unknown(effect_id=effect.effect_id, reason="worker crashed before the response")
+    failed, _ = effects.record(
+        run_id=run.run_id,
+        idempotency_key=f"{run.run_id}:notify",
+        tool_name="email.send",
+        request={"to": "customer", "template": "refund-pending"},
+        node_id="notify",
+    )
+    effects.fail(effect_id=failed.effect_id, error={"message": "SMTP 451 temporary failure"})
+    effects.record(  # left in "started": the worker never reported back
+        run_id=run.run_id,
+        idempotency_key=f"{run.run_id}:ledger",
+        tool_name="ledger.write",
+        request={"entry": "refund-pending"},
+        node_id="ledger",
+    )
+
+
+def _load_other_runs(tenant: Tenant):
+    # Runs in the remaining states: created, and past its deadline (failed by the sweep).
+    runs = RunStateStore(tenant, runtime_actor(tenant))
+    runs.create(active_agent="support-assistant")
+    # Created an hour ago with a deadline that has passed since.
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    earlier = RunStateStore(tenant, runtime_actor(tenant), clock=lambda: an_hour_ago)
+    overdue = earlier.create(
+        active_agent="payments-agent", deadline_at=timezone.now() - timedelta(minutes=5)
+    )
+    _advance(earlier, overdue.run_id, status="running")
+    RunActions(tenant, Actor.system("deadline sweep")).fail_overdue()
+
+
+def _load_migration_tasks(tenant: Tenant, rng: random.Random) -> int:
+    made = 0
     for i, status in enumerate(["active", "waiting", "completed", "failed", "cancelled"]):
         with in_tenant(tenant):
             migration_task(tenant, rng, i, final_status=status)
-        made["tasks"] += 1
+        made += 1
+    return made
+
+
+def load_scenarios(tenant: Tenant, *, seed: int = 42) -> dict[str, int]:
+    """Fill one tenant with demo data (skips a tenant that already has sessions)."""
+    rng = random.Random(f"{seed}-{tenant.slug}")
+    operator = Actor.for_user(
+        get_user_model().objects.get(username=demo_username(tenant.slug, "operator"))
+    )
+    admin = Actor.for_user(
+        get_user_model().objects.get(username=demo_username(tenant.slug, "admin"))
+    )
+    with in_tenant(tenant):
+        if SessionStore(tenant, admin).list_sessions().exists():
+            return {"skipped": 1}
+    made = {"sessions": 0, "approvals": 0, "tasks": 0}
+    made["sessions"] += _load_support_sessions(tenant, rng, admin)
+    made["approvals"] += _load_pending_refunds(tenant, rng)
+    with in_tenant(tenant):
+        _load_settled_refunds(tenant, rng, operator, admin)
+        _load_stale_refund(tenant, rng)
+        made["approvals"] += 1
+        _load_effects(tenant, rng, operator)
+        _load_other_runs(tenant)
+    made["tasks"] += _load_migration_tasks(tenant, rng)
     return made
