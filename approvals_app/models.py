@@ -147,6 +147,24 @@ class ApprovalRequest(TenantOwned):
         related_name="+",
     )
 
+    # Routing (approvals_app.routing): who is asked, recorded when it is asked; a
+    # reassignment or an escalation changes them (audited). Member and group pks.
+    route_rule = models.ForeignKey(
+        "RoutingRule", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    assigned_user_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    assigned_group_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # The rule's schedule, fixed when asked (the store's clock): a reminder to the
+    # assignees, an escalation to the next tier; each done once (`*_done_at`).
+    remind_at = models.DateTimeField(null=True, blank=True)
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    escalate_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    escalate_user_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    escalate_group_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # Expired undecided: the tenant's admins hear of it (the rule says so).
+    notify_admins_on_expiry = models.BooleanField(default=False)
+
     # Full-text search over what people and runtimes wrote about the call (GIN-indexed).
     search = models.GeneratedField(
         expression=SearchVector("summary", "reason", "decision_reason", config="english"),
@@ -176,6 +194,20 @@ class ApprovalRequest(TenantOwned):
             # History tabs: one status (or the decided pair), newest first.
             models.Index(fields=["tenant", "status", "id"], name="approval_status_id_idx"),
             GinIndex(fields=["search"], name="approval_search_gin"),
+            # The inbox's "assigned to me" and "my groups".
+            GinIndex(fields=["assigned_user_ids"], name="approval_assigned_users_gin"),
+            GinIndex(fields=["assigned_group_ids"], name="approval_assigned_groups_gin"),
+            # The schedule's sweep: pending approvals with a reminder or escalation due.
+            models.Index(
+                fields=["tenant", "remind_at"],
+                condition=models.Q(status="pending", reminded_at__isnull=True),
+                name="approval_remind_due_idx",
+            ),
+            models.Index(
+                fields=["tenant", "escalate_at"],
+                condition=models.Q(status="pending", escalated_at__isnull=True),
+                name="approval_escalate_due_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -201,3 +233,45 @@ class ApprovalRequest(TenantOwned):
     def replaces_public_id(self) -> str | None:
         """The public id of the approval this one asks again (select_related("replaces"))."""
         return self.replaces.approval_id if self.replaces_id is not None else None
+
+
+class RoutingRule(TenantOwned):
+    """Who is asked for an approval: the first enabled rule (by `position`) that matches
+    the call's tool (a glob), risk and session metadata; the tenant's default rule
+    (`is_default`, at most one) when none does (approvals_app.routing).
+    """
+
+    name = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0)
+    enabled = models.BooleanField(default=True)
+    is_default = models.BooleanField(default=False)
+    # Matching: empty means any.
+    tool_pattern = models.CharField(max_length=200, blank=True, default="")
+    risks = ArrayField(
+        models.CharField(max_length=16, choices=Risk.choices), default=list, blank=True
+    )
+    # {"key": "value"}: the session's metadata has each key with that value (as text).
+    session_metadata = models.JSONField(default=dict, blank=True)
+    # Who is asked.
+    user_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    group_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # Reminders and escalation: minutes after asking; percent of the time to the deadline.
+    remind_after_minutes = models.PositiveIntegerField(null=True, blank=True)
+    escalate_at_percent = models.PositiveSmallIntegerField(null=True, blank=True)
+    escalate_user_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    escalate_group_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    notify_admins_on_expiry = models.BooleanField(default=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant"], condition=models.Q(is_default=True), name="routing_one_default"
+            ),
+            models.UniqueConstraint(fields=["tenant", "name"], name="routing_rule_name_uniq"),
+        ]
+        indexes = [models.Index(fields=["tenant", "position", "id"], name="routing_rule_order_idx")]
+
+    def __str__(self) -> str:
+        return self.name

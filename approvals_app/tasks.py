@@ -1,9 +1,11 @@
-"""Celery tasks of the approvals domain: the expiry sweep and the decision webhook."""
+"""Celery tasks of the approvals domain: the expiry sweep, the reminder and escalation
+schedule, the decision webhook and the notices to people (approvals_app.notices)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
+from stateroom import ports
 from stateroom.actor import Actor
 from stateroom.errors import NotFound
 from tenancy_app.jobs import for_each_tenant
@@ -12,6 +14,7 @@ from tenancy_app.scoping import in_tenant
 from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver
 
 from .models import ApprovalStatus
+from .notices import APPROVAL_NOTICE_TASK
 from .store import ApprovalStore
 from .webhook_payloads import EVENT_DECIDED, NOTIFY_DECISION_TASK, decided_payload, delivery_id
 
@@ -32,6 +35,27 @@ def sweep_expired_approvals(tenant_id: int | None = None, limit: int = SWEEP_BAT
         name="sweep_expired_approvals",
     )
     return result.as_dict()
+
+
+@shared_task(acks_late=True)
+def sweep_approval_schedule(tenant_id: int | None = None, limit: int = SWEEP_BATCH) -> dict:
+    """Send the reminders and escalations that came due (`ApprovalStore.run_schedule`)."""
+    result = for_each_tenant(
+        lambda tenant: sum(
+            ApprovalStore(tenant, Actor.system("schedule")).run_schedule(limit=limit).values()
+        ),
+        limit=limit,
+        tenant_id=tenant_id,
+        name="sweep_approval_schedule",
+    )
+    return result.as_dict()
+
+
+@shared_task(name=APPROVAL_NOTICE_TASK, acks_late=True, ignore_result=True)
+def approval_notice(tenant_id: int, approval_id: str, kind: str, ref: str = "") -> object:
+    """Hand a notice to the notifications app (`ports.approval_notices`): it decides who
+    hears it on which channels, and sends each message once. Idempotent."""
+    return ports.approval_notices()(tenant_id, approval_id, kind, ref)
 
 
 @shared_task(

@@ -85,7 +85,14 @@ class SessionRuns(Protocol):
     ) -> Conflict | None: ...
 
 
+class ApprovalNotices(Protocol):
+    """Who hears of an approval's notice, how, and sending it (notifications_app)."""
+
+    def __call__(self, tenant_id: int, approval_id: str, kind: str, ref: str) -> Any: ...
+
+
 audit: Port[AuditLog] = Port("audit", "audit_app")
+approval_notices: Port[ApprovalNotices] = Port("approval notices", "notifications_app")
 session_runs: Port[SessionRuns] = Port("session runs", "runs_app")
 
 # Which of `ids` name rows of the tenant, by kind ("approval", "effect"): the

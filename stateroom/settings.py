@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "lifecycle_app",
     "console_app",
     "outbox_app",
+    "notifications_app",
     "demo_app",
 ]
 
@@ -405,6 +406,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_BEAT_SCHEDULE = {
     "expire-sessions": {"task": "lifecycle_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},
+    # Reminders and escalations: the schedule is in the approvals' rows; beat only wakes it.
+    "approval-schedule": {
+        "task": "approvals_app.tasks.sweep_approval_schedule",
+        "schedule": 30.0,
+    },
     "fail-overdue-runs": {"task": "actions_app.tasks.sweep_overdue_runs", "schedule": 60.0},
     "reap-stalled-jobs": {
         "task": "lifecycle_app.tasks.reap_stalled_jobs",

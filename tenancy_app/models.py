@@ -144,3 +144,51 @@ class RetentionPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"retention for tenant {self.tenant_id}"
+
+
+class MemberGroup(TenantOwned):
+    """A named group of the tenant's members: who an approval routing rule asks.
+
+    With `rotation_days`, the group is an on-call list: its members take turns,
+    in `position` order, for `rotation_days` each from `rotation_start`, and a
+    notice to the group reaches only the member on call (`on_call`).
+    """
+
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    rotation_days = models.PositiveSmallIntegerField(null=True, blank=True)
+    rotation_start = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "slug"], name="member_group_slug_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_on_call_list(self) -> bool:
+        return self.rotation_days is not None
+
+    def on_call(self, members: list, now) -> list:
+        """Who of `members` (in position order) a notice to this group reaches at `now`."""
+        if not self.is_on_call_list or not members:
+            return list(members)
+        start = self.rotation_start or self.created_at
+        turns = max(0, int((now - start).total_seconds() // (self.rotation_days * 86400)))
+        return [members[turns % len(members)]]
+
+
+class GroupMember(TenantOwned):
+    group = models.ForeignKey(MemberGroup, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["group", "user"], name="group_member_uniq")]
+        indexes = [models.Index(fields=["tenant", "user"], name="group_member_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.group_id}"

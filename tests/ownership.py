@@ -21,7 +21,7 @@ import sys
 from django.apps import apps
 
 OWNERS = ("tenancy_app", "audit_app", "sessions_app", "runs_app", "tasks_app")
-OWNERS += ("approvals_app", "effects_app", "outbox_app", "lifecycle_app")
+OWNERS += ("approvals_app", "effects_app", "outbox_app", "lifecycle_app", "notifications_app")
 ABOVE = ("actions_app", "console_app")  # they change state only through stores
 
 _WRITE = re.compile(r'\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)"?', re.IGNORECASE)

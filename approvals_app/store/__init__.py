@@ -34,10 +34,12 @@ Written in parts by what they do:
 - `decide`: people decide (four-eyes, the call's binding);
 - `endings`: cancel, void, outcome, expiry and the sweep, a run's end;
 - `content`: the content it declares and its redaction;
+- `assignment`: who it asks after it was asked: reassign, take, reminders, escalation;
 - `base`: what they share: digests, the effective status, locks, closing, releasing the run;
 - `validation`: the input checks and limits (the API's limits too).
 """
 
+from .assignment import ApprovalAssignment
 from .base import arguments_diff, call_digest, has_status, overdue
 from .content import APPROVAL_PAYLOADS, CONTENT, ApprovalContent
 from .decide import DECIDED_STATUS, ApprovalDecisions
@@ -70,8 +72,10 @@ class ApprovalStore(
     ApprovalDecisions,
     ApprovalEndings,
     ApprovalContent,
+    ApprovalAssignment,
 ):
-    """The approval domain's store: its reads, requests, decisions, endings and content."""
+    """The approval domain's store: its reads, requests, decisions, endings, content and
+    assignment."""
 
 
 __all__ = [

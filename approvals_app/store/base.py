@@ -22,6 +22,7 @@ from stateroom.store import BaseStore
 from tenancy_app.models import RuntimeToken
 
 from ..models import ApprovalRequest, ApprovalStatus
+from ..notices import APPROVAL_NOTICE_TASK, NOTICE_ENDED, NOTICE_EXPIRED
 from ..webhook_payloads import NOTIFY_DECISION_TASK
 from .validation import clipped
 
@@ -271,8 +272,24 @@ class ApprovalBase(BaseStore):
         for field in ("status", "pending_approval_id", "version", "updated_at"):
             setattr(run, field, getattr(moved, field))
 
+    def _notice(self, approval: ApprovalRequest, kind: str, ref: str = "") -> None:
+        """A notice to the people the approval asks (approvals_app.notices), in this transaction."""
+        enqueue(
+            tenant=self.tenant,
+            task=APPROVAL_NOTICE_TASK,
+            args=[self.tenant.pk, approval.approval_id, kind, ref],
+        )
+
+    def _tell_people(self, approval: ApprovalRequest) -> None:
+        """It ended: the people it asked hear how (and its admins, expired undecided)."""
+        if approval.status == ApprovalStatus.EXPIRED and approval.notify_admins_on_expiry:
+            self._notice(approval, NOTICE_EXPIRED)
+        elif approval.assigned_user_ids or approval.assigned_group_ids:
+            self._notice(approval, NOTICE_ENDED)
+
     def _notify(self, approval: ApprovalRequest) -> None:
-        """Tell the requesting runtime's webhook, once the decision is committed."""
+        """Tell the people asked and the requesting runtime's webhook, in this transaction."""
+        self._tell_people(approval)
         if approval.requested_by_token_id is None:
             return
         has_webhook = (

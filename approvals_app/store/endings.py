@@ -51,6 +51,7 @@ class ApprovalEndings(ApprovalBase):
                     after={"status": approval.status, "run_status": run.status},
                     reason=reason,
                 )
+                self._tell_people(approval)
         if expired is not None:
             raise expired
         return approval

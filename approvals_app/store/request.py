@@ -46,6 +46,8 @@ from stateroom.ids import new_public_id
 
 from ..display import checked_display
 from ..models import RISK_RANK, ApprovalRequest, ApprovalStatus, Risk
+from ..notices import NOTICE_ASKED
+from ..routing import Route, route
 from ..schemas import check_schema
 from .base import ApprovalBase, call_digest
 from .validation import check_request, checked_decisions, clipped, presentation
@@ -122,9 +124,25 @@ class ApprovalRequests(ApprovalBase):
                 changes={"status": RunStatus.WAITING_APPROVAL, "pending_approval_id": approval_id},
                 worker=worker,
             )
-            approval = self._write_request(approval_id, moved, replaces, fields, now)
+            routed = self._route(run, fields, now)
+            approval = self._write_request(
+                approval_id, moved, replaces, fields | routed.fields, now
+            )
             self._audit_request(approval, moved, replaces, ask)
+            if routed.asks_someone:
+                self._notice(approval, NOTICE_ASKED)
         return approval
+
+    def _route(self, run: Run, fields: dict[str, Any], now: datetime) -> Route:
+        """Who is asked (approvals_app.routing): the first rule that matches, or the default."""
+        return route(
+            self.tenant,
+            tool_name=fields["tool_name"],
+            risk=fields["risk"],
+            session_metadata=run.session.metadata if run.session is not None else None,
+            asked_at=now,
+            expires_at=fields["expires_at"],
+        )
 
     def _checked(self, run: Run, expected_version: int, ask: Ask, now: datetime) -> dict[str, Any]:
         """The approval's fields from what was asked; 409 or 422 (nothing written) if it cannot be."""
@@ -208,6 +226,15 @@ class ApprovalRequests(ApprovalBase):
                 "call_digest": approval.call_digest,
                 "run_version": moved.version,
                 "allowed_decisions": approval.allowed_decisions,
+                **(
+                    {
+                        "assigned_user_ids": approval.assigned_user_ids,
+                        "assigned_group_ids": approval.assigned_group_ids,
+                        "route_rule": approval.route_rule.name,
+                    }
+                    if approval.route_rule is not None
+                    else {}
+                ),
                 **({"replaces": replaces.approval_id} if replaces else {}),
                 **(
                     {"arguments_schema_digest": digest(ask.arguments_schema)}
