@@ -1,0 +1,259 @@
+"""NotificationStore: the only writer of the notifications app's tables.
+
+Channels (admins configure them; a secret is write-only: saved, never shown),
+chat links (an admin links a chat user id to a member), each member's
+preferences, and the notifications themselves (written by the fan-out,
+their status by delivery). Every configuration change is audited, secrets
+never in the audit log.
+"""
+
+from __future__ import annotations
+
+from datetime import time
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from stateroom.errors import NotFound, Unprocessable
+from stateroom.ids import new_public_id
+from stateroom.store import BaseStore
+from tenancy_app.models import Membership
+
+from .models import Channel, ChannelKind, ChatLink, Notification, Preference
+
+CONFIGURABLE_KINDS = (ChannelKind.EMAIL, ChannelKind.SLACK, ChannelKind.WEBHOOK)
+MAX_CHANNELS = 20
+RISKS = ("low", "medium", "high", "critical")
+
+
+class NotificationStore(BaseStore):
+    # --- channels ----------------------------------------------------------
+    def channels(self):
+        return Channel.objects.filter(tenant=self.tenant).order_by("kind", "name")
+
+    def channel(self, channel_id: str) -> Channel:
+        found = Channel.objects.filter(tenant=self.tenant, channel_id=channel_id).first()
+        if found is None:
+            raise NotFound("No such channel.")
+        return found
+
+    def save_channel(
+        self,
+        *,
+        kind: str,
+        name: str,
+        config: dict[str, Any] | None = None,
+        enabled: bool = True,
+        secret: str | None = None,
+        signing_secret: str | None = None,
+        channel_id: str | None = None,
+    ) -> Channel:
+        """Create a channel or change `channel_id`; a secret left None keeps the saved one."""
+        with self.atomic():
+            now = self.now()
+            if channel_id is None:
+                if Channel.objects.filter(tenant=self.tenant).count() >= MAX_CHANNELS:
+                    raise Unprocessable(f"A tenant has at most {MAX_CHANNELS} channels.")
+                channel = Channel(
+                    tenant=self.tenant,
+                    channel_id=new_public_id("chn"),
+                    kind=kind,
+                    created_at=now,
+                )
+                before = None
+            else:
+                channel = (
+                    Channel.objects.select_for_update()
+                    .filter(tenant=self.tenant, channel_id=channel_id)
+                    .first()
+                )
+                if channel is None:
+                    raise NotFound("No such channel.")
+                before = _described(channel)
+            channel.name = (name or "").strip()
+            channel.config = dict(config or {})
+            channel.enabled = enabled
+            if secret is not None:
+                channel.secret = secret
+            if signing_secret is not None:
+                channel.signing_secret = signing_secret
+            channel.updated_at = now
+            self._check_channel(channel)
+            channel.save()
+            self.audit(
+                "channel.saved",
+                target_type="channel",
+                target_id=channel.channel_id,
+                before=before,
+                after=_described(channel),
+            )
+        return channel
+
+    def delete_channel(self, *, channel_id: str) -> None:
+        with self.atomic():
+            channel = self.channel(channel_id)
+            before = _described(channel)
+            channel.delete()
+            self.audit(
+                "channel.deleted", target_type="channel", target_id=channel_id, before=before
+            )
+
+    def _check_channel(self, channel: Channel) -> None:
+        problems: dict[str, list[str]] = {}
+        if channel.kind not in CONFIGURABLE_KINDS:
+            problems["kind"] = [f"one of {[k.value for k in CONFIGURABLE_KINDS]}"]
+        if not channel.name or len(channel.name) > 100:
+            problems["name"] = ["a name of 1 to 100 characters"]
+        elif (
+            Channel.objects.filter(tenant=self.tenant, name=channel.name)
+            .exclude(pk=channel.pk)
+            .exists()
+        ):
+            problems["name"] = ["another channel has this name"]
+        if channel.kind == ChannelKind.SLACK and not channel.secret:
+            problems["secret"] = ["the bot token (xoxb-…)"]
+        if channel.kind == ChannelKind.SLACK and not channel.signing_secret:
+            problems["signing_secret"] = ["the app's signing secret"]
+        if channel.kind == ChannelKind.WEBHOOK:
+            url = str(channel.config.get("url", ""))
+            if not url.startswith(("https://", "http://")):
+                problems["config"] = ["config.url: the http(s) URL messages are POSTed to"]
+            if not channel.secret:
+                problems["secret"] = ["the signing secret"]
+        if problems:
+            raise Unprocessable("The channel is not valid.", details=problems)
+
+    # --- chat links ---------------------------------------------------------
+    def links(self, channel: Channel):
+        return ChatLink.objects.filter(tenant=self.tenant, channel=channel).select_related("user")
+
+    def link(self, *, channel_id: str, external_user_id: str, user_id: int) -> ChatLink:
+        """Link chat user `external_user_id` of the channel to member `user_id` (replacing
+        either's previous link)."""
+        external_user_id = (external_user_id or "").strip()
+        if not external_user_id or len(external_user_id) > 64:
+            raise Unprocessable(
+                "The chat user id is not valid.",
+                details={"external_user_id": ["the chat's user id, e.g. U024BE7LH"]},
+            )
+        if not Membership.objects.filter(tenant=self.tenant, user_id=user_id).exists():
+            raise Unprocessable(
+                "Not a member of this tenant.", details={"user_id": ["not a member"]}
+            )
+        with self.atomic():
+            channel = self.channel(channel_id)
+            ChatLink.objects.filter(tenant=self.tenant, channel=channel).filter(
+                external_user_id=external_user_id
+            ).delete()
+            ChatLink.objects.filter(tenant=self.tenant, channel=channel, user_id=user_id).delete()
+            link = ChatLink.objects.create(
+                tenant=self.tenant,
+                channel=channel,
+                external_user_id=external_user_id,
+                user_id=user_id,
+                created_at=self.now(),
+            )
+            self.audit(
+                "chat_link.saved",
+                target_type="channel",
+                target_id=channel_id,
+                after={"external_user_id": external_user_id, "user_id": user_id},
+            )
+        return link
+
+    def unlink(self, *, channel_id: str, user_id: int) -> None:
+        with self.atomic():
+            channel = self.channel(channel_id)
+            gone, _ = ChatLink.objects.filter(
+                tenant=self.tenant, channel=channel, user_id=user_id
+            ).delete()
+            if not gone:
+                raise NotFound("No such link.")
+            self.audit(
+                "chat_link.removed",
+                target_type="channel",
+                target_id=channel_id,
+                before={"user_id": user_id},
+            )
+
+    def linked_user(self, channel: Channel, external_user_id: str) -> int | None:
+        return (
+            ChatLink.objects.filter(
+                tenant=self.tenant, channel=channel, external_user_id=external_user_id
+            )
+            .values_list("user_id", flat=True)
+            .first()
+        )
+
+    # --- preferences ----------------------------------------------------------
+    def preference(self, user_id: int) -> Preference | None:
+        return Preference.objects.filter(tenant=self.tenant, user_id=user_id).first()
+
+    def save_preference(
+        self,
+        *,
+        user_id: int,
+        by_risk: dict[str, list[str]],
+        quiet_start: time | None,
+        quiet_end: time | None,
+        time_zone: str = "UTC",
+    ) -> Preference:
+        problems: dict[str, list[str]] = {}
+        kinds = set(ChannelKind.values)
+        if not isinstance(by_risk, dict) or any(
+            risk not in RISKS or not isinstance(chosen, list) or set(chosen) - kinds
+            for risk, chosen in by_risk.items()
+        ):
+            problems["by_risk"] = [f"risks {list(RISKS)} to channel kinds {sorted(kinds)}"]
+        if (quiet_start is None) != (quiet_end is None):
+            problems["quiet_end"] = ["quiet hours need a start and an end"]
+        try:
+            ZoneInfo(time_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            problems["time_zone"] = ["an IANA time zone, e.g. Europe/Berlin"]
+        if problems:
+            raise Unprocessable("The preferences are not valid.", details=problems)
+        with self.atomic():
+            preference, _ = Preference.objects.update_or_create(
+                tenant=self.tenant,
+                user_id=user_id,
+                defaults={
+                    "by_risk": by_risk,
+                    "quiet_start": quiet_start,
+                    "quiet_end": quiet_end,
+                    "time_zone": time_zone,
+                    "updated_at": self.now(),
+                },
+            )
+            self.audit(
+                "preference.saved",
+                target_type="user",
+                target_id=str(user_id),
+                after={
+                    "by_risk": by_risk,
+                    "quiet_start": quiet_start.isoformat() if quiet_start else None,
+                    "quiet_end": quiet_end.isoformat() if quiet_end else None,
+                    "time_zone": time_zone,
+                },
+            )
+        return preference
+
+    # --- the trail ------------------------------------------------------------
+    def of_approval(self, approval_id: str):
+        """Every notification of one approval, oldest first (its page's trail)."""
+        return (
+            Notification.objects.filter(tenant=self.tenant, approval_id=approval_id)
+            .select_related("recipient", "channel")
+            .order_by("id")
+        )
+
+
+def _described(channel: Channel) -> dict[str, Any]:
+    """What the audit log keeps of a channel: never its secrets, only whether they are set."""
+    return {
+        "kind": channel.kind,
+        "name": channel.name,
+        "enabled": channel.enabled,
+        "config": channel.config,
+        "secret_set": bool(channel.secret),
+        "signing_secret_set": bool(channel.signing_secret),
+    }
