@@ -15,6 +15,7 @@ from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver
 
 from .models import ApprovalStatus
 from .notices import APPROVAL_NOTICE_TASK
+from .serializers import approval_data  # the payload is exactly what GET returns
 from .store import ApprovalStore
 from .webhook_payloads import EVENT_DECIDED, NOTIFY_DECISION_TASK, decided_payload, delivery_id
 
@@ -71,8 +72,6 @@ def approval_notice(tenant_id: int, approval_id: str, kind: str, ref: str = "") 
 def notify_decision(self, tenant_id: int, approval_id: str) -> str:
     """POST the decided approval to the requesting token's webhook (`approvals_app.webhook_payloads`).
     Idempotent."""
-    from .api import ApprovalSerializer  # the payload is exactly what GET returns
-
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
         return "no-tenant"
@@ -86,7 +85,7 @@ def notify_decision(self, tenant_id: int, approval_id: str) -> str:
             return "pending"
         if token is None or token.revoked_at is not None or not token.webhook_url:
             return "no-webhook"
-        payload = decided_payload(ApprovalSerializer(approval).data)
+        payload = decided_payload(approval_data(approval))
         url, secret = token.webhook_url, token.webhook_secret
         delivery = delivery_id(tenant_id, approval_id, approval.status)
     # The HTTP call happens outside any database transaction.

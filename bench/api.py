@@ -115,7 +115,6 @@ def client_ops(client, cat: Catalogue, tag: str) -> list[tuple[str, object]]:
     run_ids = cat.running_runs
     states = [checkpoint_state(i) for i in range(16)]
     versions: dict[str, int] = {}
-    keys: dict[int, str] = {}
 
     def append(count: int):
         def op(i: int):
@@ -153,6 +152,22 @@ def client_ops(client, cat: Catalogue, tag: str) -> list[tuple[str, object]]:
     def load(i: int):
         return client.latest_checkpoint(task_ids[i % len(task_ids)])
 
+    return [
+        ("append 1 item", append(1)),
+        ("append 10 items", append(10)),
+        ("read last 50 items", read),
+        ("run compare-and-set", cas),
+        ("save checkpoint (~10 KB)", save),
+        ("load latest checkpoint", load),
+        ("record-or-return effect", _effect_op(client, run_ids, tag)),
+    ]
+
+
+def _effect_op(client, run_ids: list[str], tag: str):
+    """Record-or-return an effect: even calls record a new key, odd calls repeat the previous
+    one (half "record", half "return the existing record")."""
+    keys: dict[int, str] = {}
+
     def effect(i: int):
         slot = i - (i % 2)
         if slot not in keys:
@@ -164,15 +179,7 @@ def client_ops(client, cat: Catalogue, tag: str) -> list[tuple[str, object]]:
             request={"to": f"customer{i // 2}@example.com", "subject": "Your invoice"},
         )
 
-    return [
-        ("append 1 item", append(1)),
-        ("append 10 items", append(10)),
-        ("read last 50 items", read),
-        ("run compare-and-set", cas),
-        ("save checkpoint (~10 KB)", save),
-        ("load latest checkpoint", load),
-        ("record-or-return effect", effect),
-    ]
+    return effect
 
 
 # --- load test -----------------------------------------------------------------
@@ -286,8 +293,6 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     health check, no test-client work). With the database on the same 2
     cores, this CPU time is what bounds req/s.
     """
-    import io
-
     from django.core.handlers.wsgi import WSGIHandler
     from django.test import Client
 
@@ -320,33 +325,6 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     path = f"/api/v1/sessions/{cat.timeline_session}/items?limit=50&before_seq={before}"
     handler = WSGIHandler()
 
-    def through_wsgi() -> None:
-        environ = {
-            "REQUEST_METHOD": "GET",
-            "PATH_INFO": path.partition("?")[0],
-            "QUERY_STRING": path.partition("?")[2],
-            "SCRIPT_NAME": "",
-            "SERVER_NAME": "127.0.0.1",
-            "SERVER_PORT": "8000",
-            "SERVER_PROTOCOL": "HTTP/1.1",
-            "HTTP_HOST": "127.0.0.1:8000",
-            "HTTP_AUTHORIZATION": f"Bearer {token}",
-            "REMOTE_ADDR": "127.0.0.1",
-            "wsgi.url_scheme": "http",
-            "wsgi.input": io.BytesIO(b""),
-            "wsgi.errors": io.StringIO(),
-            "wsgi.version": (1, 0),
-            "wsgi.multithread": False,
-            "wsgi.multiprocess": True,
-            "wsgi.run_once": False,
-        }
-        statuses: list[str] = []
-        response = handler(environ, lambda status, headers, exc_info=None: statuses.append(status))
-        b"".join(response)
-        response.close()
-        if not statuses[0].startswith("200"):
-            raise RuntimeError(f"GET {path} through WSGI answered {statuses[0]}")
-
     pieces = {
         "resolve bearer token (1 query)": lambda: resolve_bearer(f"Bearer {token}"),
         "tenant transaction (BEGIN, set_config, COMMIT)": empty_transaction,
@@ -354,13 +332,44 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
         "serialize 50 items (session_items_out)": lambda: session_items_out(items),
         "render JSON": lambda: ORJSONRenderer().render({"results": data, "next": None}),
         "whole request through middleware and DRF (test Client)": lambda: client.get(path),
-        "whole request through Django's WSGI handler": through_wsgi,
+        "whole request through Django's WSGI handler": lambda: _wsgi_get(handler, path, token),
     }
     out = {}
     for name, fn in pieces.items():
         sample = measure(lambda _i, fn=fn: fn(), iterations=iterations, warmup=20)
         out[name] = round(sample.p50_ms, 3)
     return out
+
+
+def _wsgi_get(handler, path: str, token: str) -> None:
+    """GET `path` as gunicorn calls Django's WSGI handler; raises unless it answers 200."""
+    import io
+
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path.partition("?")[0],
+        "QUERY_STRING": path.partition("?")[2],
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": io.StringIO(),
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    statuses: list[str] = []
+    response = handler(environ, lambda status, headers, exc_info=None: statuses.append(status))
+    b"".join(response)
+    response.close()
+    if not statuses[0].startswith("200"):
+        raise RuntimeError(f"GET {path} through WSGI answered {statuses[0]}")
 
 
 # The production command line of README.md ("Running in production") first:

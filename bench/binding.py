@@ -151,48 +151,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log, *, repeats: int = 3) -> dic
                 for n, side in enumerate(NAMES):
                     with on(side):
                         queries[side] = _count(call(side, op.stateroom), 10**6 + 2 * n)
-                rates: dict[str, list[float]] = {side: [] for side in NAMES}
-                p50: dict[str, list[float]] = {side: [] for side in NAMES}
-                for _ in range(repeats):
-                    samples = {side: Sample() for side in NAMES}
-                    for shift in range(3):
-                        order = NAMES[shift:] + NAMES[:shift]
-                        if shift % 2:
-                            order = tuple(reversed(order))
-                        for side in order:
-                            with on(side):
-                                timed = measure(
-                                    call(side, op.stateroom), iterations=per_round, warmup=10
-                                )
-                            samples[side] = samples[side].merge(timed)
-                    for side in NAMES:
-                        rates[side].append(samples[side].ops_per_s)
-                        p50[side].append(samples[side].p50_ms)
-                med = {side: statistics.median(rates[side]) for side in NAMES}
-                ratio = med["hot_cursor"] / med["server_side_binding"]
-                ratio_open = med["hot_cursor, open tx"] / med["server_side_binding, open tx"]
-                one = med["one message"] / med["hot_cursor"]
-                row = {
-                    "operation": op.name,
-                    "ops_per_s": {side: round(med[side], 1) for side in NAMES},
-                    "p50_ms": {side: round(statistics.median(p50[side]), 3) for side in NAMES},
-                    "repeats_ops_per_s": {
-                        side: [round(r, 1) for r in rates[side]] for side in NAMES
-                    },
-                    "queries_per_call": queries,
-                    "ratio_hot_cursor_vs_binding": round(ratio, 3),
-                    "ratio_open_tx": round(ratio_open, 3),
-                    "ratio_one_message_vs_hot_cursor": round(one, 3),
-                    "keep_hot_cursor": ratio >= KEEP_RATIO,
-                }
-                log(
-                    f"  {op.name}: hot_cursor {med['hot_cursor']:.0f} ops/s,"
-                    f" server_side_binding {med['server_side_binding']:.0f} ops/s"
-                    f" (ratio {ratio:.2f}); open tx {ratio_open:.2f};"
-                    f" one message {med['one message']:.0f} ops/s ({one:.2f}x hot_cursor)"
-                    f"; queries/call {queries}; repeats {row['repeats_ops_per_s']}"
-                )
-                rows.append(row)
+                rates, p50 = _rounds(op, on, call, per_round, repeats)
+                rows.append(_row(op, queries, rates, p50, log))
             ablation = _cursor_ablation(ops, tenant, per_round, repeats, log)
     finally:
         binding.close()
@@ -206,6 +166,54 @@ def run(url: str, scale: Scale, cat: Catalogue, log, *, repeats: int = 3) -> dic
     }
     log("\n" + markdown(result))
     return result
+
+
+def _rounds(op, on, call, per_round: int, repeats: int):
+    """Ops per second and p50 of each side, per repeat: each repeat runs the sides in three
+    rotated orders (every other one reversed), `per_round` calls each."""
+    rates: dict[str, list[float]] = {side: [] for side in NAMES}
+    p50: dict[str, list[float]] = {side: [] for side in NAMES}
+    for _ in range(repeats):
+        samples = {side: Sample() for side in NAMES}
+        for shift in range(3):
+            order = NAMES[shift:] + NAMES[:shift]
+            if shift % 2:
+                order = tuple(reversed(order))
+            for side in order:
+                with on(side):
+                    timed = measure(call(side, op.stateroom), iterations=per_round, warmup=10)
+                samples[side] = samples[side].merge(timed)
+        for side in NAMES:
+            rates[side].append(samples[side].ops_per_s)
+            p50[side].append(samples[side].p50_ms)
+    return rates, p50
+
+
+def _row(op, queries: dict, rates: dict, p50: dict, log) -> dict:
+    """The operation's result row (medians over the repeats, the ratios), logged."""
+    med = {side: statistics.median(rates[side]) for side in NAMES}
+    ratio = med["hot_cursor"] / med["server_side_binding"]
+    ratio_open = med["hot_cursor, open tx"] / med["server_side_binding, open tx"]
+    one = med["one message"] / med["hot_cursor"]
+    row = {
+        "operation": op.name,
+        "ops_per_s": {side: round(med[side], 1) for side in NAMES},
+        "p50_ms": {side: round(statistics.median(p50[side]), 3) for side in NAMES},
+        "repeats_ops_per_s": {side: [round(r, 1) for r in rates[side]] for side in NAMES},
+        "queries_per_call": queries,
+        "ratio_hot_cursor_vs_binding": round(ratio, 3),
+        "ratio_open_tx": round(ratio_open, 3),
+        "ratio_one_message_vs_hot_cursor": round(one, 3),
+        "keep_hot_cursor": ratio >= KEEP_RATIO,
+    }
+    log(
+        f"  {op.name}: hot_cursor {med['hot_cursor']:.0f} ops/s,"
+        f" server_side_binding {med['server_side_binding']:.0f} ops/s"
+        f" (ratio {ratio:.2f}); open tx {ratio_open:.2f};"
+        f" one message {med['one message']:.0f} ops/s ({one:.2f}x hot_cursor)"
+        f"; queries/call {queries}; repeats {row['repeats_ops_per_s']}"
+    )
+    return row
 
 
 ABLATED = (

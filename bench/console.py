@@ -72,9 +72,7 @@ def pages(cat: Catalogue) -> list[Page]:
 def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
     # Production storage needs the manifest that collectstatic writes.
     call_command("collectstatic", interactive=False, verbosity=0)
@@ -83,42 +81,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     results = []
     for page in pages(cat):
         row: dict = {"page": page.name, "path": page.path, "target_p95_ms": P95_TARGET_MS}
-        try:
-            for _ in range(3):  # warm-up: template loading, first connection use
-                response = client.get(page.path)
-            if response.status_code != 200:
-                raise RuntimeError(f"answered {response.status_code}")
-            if page.expect not in response.content.decode():
-                raise RuntimeError(f"page does not show {page.expect!r}")
-            sample = Sample()
-            counts: list[int] = []
-            db_times: list[float] = []
-            import time
-
-            started = time.perf_counter()
-            for _ in range(scale.page_iterations):
-                with CaptureQueriesContext(connection) as ctx:
-                    t0 = time.perf_counter()
-                    response = client.get(page.path)
-                    sample.durations.append(time.perf_counter() - t0)
-                counts.append(len(ctx.captured_queries))
-                db_times.append(sum(float(q["time"]) for q in ctx.captured_queries))
-                if response.status_code != 200:
-                    raise RuntimeError(f"answered {response.status_code} while timing")
-            sample.elapsed = time.perf_counter() - started
-            row.update(sample.summary())
-            row["db_p50_ms"] = round(Sample(db_times).p50_ms, 2)
-            row["queries"] = counts[0]
-            row["queries_constant"] = len(set(counts)) == 1
-            row["bytes"] = len(response.content)
-            row["met"] = sample.p95_ms < P95_TARGET_MS and row["queries_constant"]
-            row["sql"] = [
-                {"ms": round(float(q["time"]) * 1000, 2), "sql": q["sql"][:600]}
-                for q in ctx.captured_queries
-            ]
-        except Exception as exc:
-            row["error"] = f"{type(exc).__name__}: {exc}"[:500]
-            row["met"] = False
+        _measure(client, page, row, scale)
         log(
             f"  {page.name}: p50 {row.get('p50_ms')} ms (SQL {row.get('db_p50_ms')} ms),"
             f" p95 {row.get('p95_ms')} ms,"
@@ -139,3 +102,47 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
             newest.get("queries") == deepest.get("queries") and keyset["deep_over_newest"] <= 1.5
         )
     return {"pages": results, "timeline_keyset": keyset}
+
+
+def _measure(client, page, row: dict, scale: Scale) -> None:
+    """Time `page` (after a warm-up) into `row`: latencies, SQL time and queries, bytes,
+    whether it met the target; an error instead when it does not answer as expected."""
+    import time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    try:
+        for _ in range(3):  # warm-up: template loading, first connection use
+            response = client.get(page.path)
+        if response.status_code != 200:
+            raise RuntimeError(f"answered {response.status_code}")
+        if page.expect not in response.content.decode():
+            raise RuntimeError(f"page does not show {page.expect!r}")
+        sample = Sample()
+        counts: list[int] = []
+        db_times: list[float] = []
+        started = time.perf_counter()
+        for _ in range(scale.page_iterations):
+            with CaptureQueriesContext(connection) as ctx:
+                t0 = time.perf_counter()
+                response = client.get(page.path)
+                sample.durations.append(time.perf_counter() - t0)
+            counts.append(len(ctx.captured_queries))
+            db_times.append(sum(float(q["time"]) for q in ctx.captured_queries))
+            if response.status_code != 200:
+                raise RuntimeError(f"answered {response.status_code} while timing")
+        sample.elapsed = time.perf_counter() - started
+        row.update(sample.summary())
+        row["db_p50_ms"] = round(Sample(db_times).p50_ms, 2)
+        row["queries"] = counts[0]
+        row["queries_constant"] = len(set(counts)) == 1
+        row["bytes"] = len(response.content)
+        row["met"] = sample.p95_ms < P95_TARGET_MS and row["queries_constant"]
+        row["sql"] = [
+            {"ms": round(float(q["time"]) * 1000, 2), "sql": q["sql"][:600]}
+            for q in ctx.captured_queries
+        ]
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        row["met"] = False

@@ -84,10 +84,7 @@ def content_left(url: str, tenant_pk: int, session_id: str) -> dict[str, int]:
 def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     from django.db import connection
 
-    from lifecycle_app.content import Owners, resolve
-    from lifecycle_app.content import content_left as owners_content_left
     from lifecycle_app.deletion import DeletionStore
-    from sessions_app.models import Session
     from stateroom.actor import Actor
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
@@ -104,10 +101,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         started = time.perf_counter()
         deletion = store.run(deletion_id=deletion.deletion_id, batch_size=BATCH_SIZE)
         elapsed = time.perf_counter() - started
-    with in_tenant(tenant):
-        session = Session.objects.get(tenant=tenant, session_id=session_id)
-        owners = Owners.build(tenant, Actor.system("bench"), store.now)
-        left = owners_content_left(owners, resolve(owners, session), list(deletion.counts))
+    left = _left_by_owners(tenant, store, session_id, list(deletion.counts))
     left_raw = content_left(url, tenant.pk, session_id)
     rows = sum(deletion.counts.values())
     txs = Sample(tx, elapsed)
@@ -145,3 +139,17 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         f" {len(tx)} transactions, longest {longest_ms:.0f} ms, status {deletion.status}"
     )
     return result
+
+
+def _left_by_owners(tenant, store, session_id: str, kinds: list[str]) -> dict:
+    """What each owning app's store still finds of the session's content, per kind."""
+    from lifecycle_app.content import Owners, resolve
+    from lifecycle_app.content import content_left as owners_content_left
+    from sessions_app.models import Session
+    from stateroom.actor import Actor
+    from tenancy_app.scoping import in_tenant
+
+    with in_tenant(tenant):
+        session = Session.objects.get(tenant=tenant, session_id=session_id)
+        owners = Owners.build(tenant, Actor.system("bench"), store.now)
+        return owners_content_left(owners, resolve(owners, session), kinds)

@@ -21,9 +21,12 @@ others (`measure_interleaved`), so all sides meet the same machine.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from .database import connect
 from .generate import Catalogue
@@ -72,6 +75,162 @@ class Op:
     stateroom_sql: list[str] | None = None
 
 
+class _Calls:
+    """Each measured operation as Stateroom's store does it (in `scope(tenant)`, default
+    `in_tenant(tenant, atomic=False)`) and as the floors do it (`floor`: one statement,
+    `floor_tx`: four), on the catalogue's sessions, runs and tasks. `s` methods are
+    Stateroom's, `r` methods a floor's (the one-statement floor unless given another)."""
+
+    def __init__(
+        self,
+        cat: Catalogue,
+        floor: RawFloor,
+        tag: str,
+        floor_tx: RawFloor,
+        scope: Callable[[object], object] | None,
+    ) -> None:
+        from approvals_app.store import ApprovalStore
+        from effects_app.store import EffectStore
+        from runs_app.store import RunStateStore
+        from sessions_app.store import SessionStore
+        from stateroom.actor import Actor
+        from tasks_app.store import TaskStateStore
+        from tenancy_app.models import Tenant
+        from tenancy_app.scoping import in_tenant
+
+        self.tenant = tenant = Tenant.objects.get(pk=cat.tenant_pk)
+        actor = Actor("token", "1", "token:bench")
+        self.sessions = SessionStore(tenant, actor)
+        self.runs = RunStateStore(tenant, actor)
+        self.tasks = TaskStateStore(tenant, actor)
+        self.effects = EffectStore(tenant, actor)
+        self.approvals = ApprovalStore(tenant, actor)
+        self.floor, self.floor_tx, self.tag, self.scope = floor, floor_tx, tag, scope
+        self.sess = cat.active_sessions
+        self.task_ids = cat.active_tasks
+        self.run_ids = cat.running_runs
+        self.states = [checkpoint_state(i) for i in range(16)]
+        with in_tenant(tenant):
+            self.versions = {r: self.runs.get(r).version for r in self.run_ids}
+        self.keys: dict[str, str] = {}
+
+    def hot(self):
+        from tenancy_app.scoping import in_tenant
+
+        return self.scope(self.tenant) if self.scope else in_tenant(self.tenant, atomic=False)
+
+    def tx(self, fn: Callable[..., object]) -> Callable[[int], object]:
+        """`fn` on the four-statement floor."""
+        return lambda i: fn(i, self.floor_tx)
+
+    def append(self, count: int, side: str) -> Callable[[int], object]:
+        """Append `count` items: side "s" Stateroom, "r" the floor, "t" the 4-statement floor."""
+        sess = self.sess
+
+        def stateroom(i: int) -> object:
+            with self.hot():
+                return self.sessions.append_items(
+                    session_id=sess[i % len(sess)],
+                    items=[item(i, n) for n in range(count)],
+                    idempotency_key=f"{self.tag}-{side}-{count}-{i}-{uuid.uuid4().hex[:8]}",
+                )
+
+        def raw(i: int) -> object:
+            return (self.floor_tx if side == "t" else self.floor).append_items_or_replay(
+                session_id=sess[i % len(sess)],
+                items=[item(i, n) for n in range(count)],
+                idempotency_key=f"{self.tag}-{side}-{count}-{i}-{uuid.uuid4().hex[:8]}",
+            )
+
+        return stateroom if side == "s" else raw
+
+    def read_s(self, i: int) -> object:
+        with self.hot():
+            return self.sessions.get_items(
+                session_id=self.sess[i % len(self.sess)], limit=50, before_seq=READ_LAST
+            )
+
+    def read_r(self, i: int, f: RawFloor | None = None) -> object:
+        return (f or self.floor).last_items(session_id=self.sess[i % len(self.sess)], limit=50)
+
+    def changes(self, run_id: str) -> dict:
+        v = self.versions[run_id]
+        return {"turn_index": v % 1000, "token_used": v * 10, "current_node_id": f"node-{v % 7}"}
+
+    def cas_s(self, i: int) -> object:
+        run_id = self.run_ids[i % len(self.run_ids)]
+        with self.hot():
+            run = self.runs.compare_and_set(
+                run_id=run_id, expected_version=self.versions[run_id], changes=self.changes(run_id)
+            )
+        self.versions[run_id] = run.version
+        return run
+
+    def cas_r(self, i: int, f: RawFloor | None = None) -> object:
+        run_id = self.run_ids[i % len(self.run_ids)]
+        self.versions[run_id] = (f or self.floor).compare_and_set(
+            run_id=run_id, expected_version=self.versions[run_id], changes=self.changes(run_id)
+        )
+        return self.versions[run_id]
+
+    def task_id(self, i: int) -> str:
+        return self.task_ids[i % len(self.task_ids)]
+
+    def save_s(self, i: int) -> object:
+        with self.hot():
+            return self.tasks.append_checkpoint(
+                task_id=self.task_id(i), schema_version=1, state=self.states[i % 16]
+            )
+
+    def save_r(self, i: int, f: RawFloor | None = None) -> object:
+        return (f or self.floor).append_checkpoint(
+            task_id=self.task_id(i), schema_version=1, state=self.states[i % 16]
+        )
+
+    def load_s(self, i: int) -> object:
+        with self.hot():
+            return self.tasks.latest_checkpoint(self.task_id(i))
+
+    def load_r(self, i: int, f: RawFloor | None = None) -> object:
+        return (f or self.floor).latest_checkpoint(task_id=self.task_id(i))
+
+    def history_s(self, i: int) -> object:
+        with self.hot():
+            found = self.tasks.checkpoint_history(self.task_id(i), limit=20)
+        return found
+
+    def history_r(self, i: int, f: RawFloor | None = None) -> object:
+        return (f or self.floor).checkpoint_history(task_id=self.task_id(i), limit=20)
+
+    def effect_args(self, i: int, side: str) -> dict:
+        # Even calls record a new key, odd calls repeat the previous one: half
+        # "record", half "return the existing record".
+        slot = f"{side}{i - (i % 2)}"
+        if slot not in self.keys:
+            self.keys[slot] = f"{self.tag}-{side}-{uuid.uuid4().hex}"
+        return {
+            "run_id": self.run_ids[(i // 2) % len(self.run_ids)],
+            "idempotency_key": self.keys[slot],
+            "tool_name": "send_email",
+            "request": {"to": f"customer{i // 2}@example.com", "subject": "Your invoice"},
+        }
+
+    def effect_s(self, i: int) -> object:
+        with self.hot():
+            return self.effects.record(**self.effect_args(i, "s"))
+
+    def effect_r(self, i: int, f: RawFloor | None = None, side: str = "r") -> object:
+        return (f or self.floor).record_effect(**self.effect_args(i, side))
+
+    def pending_s(self, i: int) -> object:
+        # What GET /approvals?status=pending renders: the page, as the API's dicts.
+        with self.hot():
+            return self.approvals.pending_page(limit=50)
+
+    def pending_r(self, i: int, f: RawFloor | None = None) -> object:
+        return (f or self.floor).pending_approvals(limit=50)
+
+
 def build_ops(
     cat: Catalogue,
     floor: RawFloor,
@@ -81,153 +240,21 @@ def build_ops(
 ) -> list[Op]:
     """The operations; `scope(tenant)` is what each Stateroom call runs in (default:
     `in_tenant(tenant, atomic=False)`)."""
-    from effects_app.store import EffectStore
-    from runs_app.store import RunStateStore
-    from sessions_app.store import SessionStore
-    from stateroom.actor import Actor
-    from tasks_app.store import TaskStateStore
-    from tenancy_app.models import Tenant
-    from tenancy_app.scoping import in_tenant
-
-    tenant = Tenant.objects.get(pk=cat.tenant_pk)
-    actor = Actor("token", "1", "token:bench")
-    sessions = SessionStore(tenant, actor)
-    runs = RunStateStore(tenant, actor)
-    tasks = TaskStateStore(tenant, actor)
-    effects = EffectStore(tenant, actor)
-    sess = cat.active_sessions
-    task_ids = cat.active_tasks
-    run_ids = cat.running_runs
-    states = [checkpoint_state(i) for i in range(16)]
-    with in_tenant(tenant):
-        versions = {r: runs.get(r).version for r in run_ids}
-    keys: dict[str, str] = {}
-
-    def hot():
-        return scope(tenant) if scope else in_tenant(tenant, atomic=False)
-
-    def append(count: int, side: str) -> Callable[[int], object]:
-        def stateroom(i: int) -> object:
-            with hot():
-                return sessions.append_items(
-                    session_id=sess[i % len(sess)],
-                    items=[item(i, n) for n in range(count)],
-                    idempotency_key=f"{tag}-{side}-{count}-{i}-{uuid.uuid4().hex[:8]}",
-                )
-
-        def raw(i: int) -> object:
-            return (floor_tx if side == "t" else floor).append_items_or_replay(
-                session_id=sess[i % len(sess)],
-                items=[item(i, n) for n in range(count)],
-                idempotency_key=f"{tag}-{side}-{count}-{i}-{uuid.uuid4().hex[:8]}",
-            )
-
-        return stateroom if side == "s" else raw
-
-    def read_s(i: int) -> object:
-        with hot():
-            return sessions.get_items(
-                session_id=sess[i % len(sess)], limit=50, before_seq=READ_LAST
-            )
-
-    def read_r(i: int, f: RawFloor = floor) -> object:
-        return f.last_items(session_id=sess[i % len(sess)], limit=50)
-
-    def changes(run_id: str) -> dict:
-        v = versions[run_id]
-        return {"turn_index": v % 1000, "token_used": v * 10, "current_node_id": f"node-{v % 7}"}
-
-    def cas_s(i: int) -> object:
-        run_id = run_ids[i % len(run_ids)]
-        with hot():
-            run = runs.compare_and_set(
-                run_id=run_id, expected_version=versions[run_id], changes=changes(run_id)
-            )
-        versions[run_id] = run.version
-        return run
-
-    def cas_r(i: int, f: RawFloor = floor) -> object:
-        run_id = run_ids[i % len(run_ids)]
-        versions[run_id] = f.compare_and_set(
-            run_id=run_id, expected_version=versions[run_id], changes=changes(run_id)
-        )
-        return versions[run_id]
-
-    def save_s(i: int) -> object:
-        with hot():
-            return tasks.append_checkpoint(
-                task_id=task_ids[i % len(task_ids)], schema_version=1, state=states[i % 16]
-            )
-
-    def save_r(i: int, f: RawFloor = floor) -> object:
-        return f.append_checkpoint(
-            task_id=task_ids[i % len(task_ids)], schema_version=1, state=states[i % 16]
-        )
-
-    def load_s(i: int) -> object:
-        with hot():
-            return tasks.latest_checkpoint(task_ids[i % len(task_ids)])
-
-    def load_r(i: int, f: RawFloor = floor) -> object:
-        return f.latest_checkpoint(task_id=task_ids[i % len(task_ids)])
-
-    def history_s(i: int) -> object:
-        with hot():
-            found = tasks.checkpoint_history(task_ids[i % len(task_ids)], limit=20)
-        return found
-
-    def history_r(i: int, f: RawFloor = floor) -> object:
-        return f.checkpoint_history(task_id=task_ids[i % len(task_ids)], limit=20)
-
-    def effect_args(i: int, side: str) -> dict:
-        # Even calls record a new key, odd calls repeat the previous one: half
-        # "record", half "return the existing record".
-        slot = f"{side}{i - (i % 2)}"
-        if slot not in keys:
-            keys[slot] = f"{tag}-{side}-{uuid.uuid4().hex}"
-        return {
-            "run_id": run_ids[(i // 2) % len(run_ids)],
-            "idempotency_key": keys[slot],
-            "tool_name": "send_email",
-            "request": {"to": f"customer{i // 2}@example.com", "subject": "Your invoice"},
-        }
-
-    def effect_s(i: int) -> object:
-        with hot():
-            return effects.record(**effect_args(i, "s"))
-
-    def effect_r(i: int, f: RawFloor = floor, side: str = "r") -> object:
-        return f.record_effect(**effect_args(i, side))
-
-    from approvals_app.store import ApprovalStore
-
-    approvals = ApprovalStore(tenant, actor)
-
-    def pending_s(i: int) -> object:
-        # What GET /approvals?status=pending renders: the page, as the API's dicts.
-        with hot():
-            return approvals.pending_page(limit=50)
-
-    def pending_r(i: int, f: RawFloor = floor) -> object:
-        return f.pending_approvals(limit=50)
-
-    def tx(fn: Callable[..., object]) -> Callable[[int], object]:
-        return lambda i: fn(i, floor_tx)
-
+    c = _Calls(cat, floor, tag, floor_tx, scope)
     return [
-        Op("append 1 item", append(1, "s"), append(1, "r"), append(1, "t")),
-        Op("append 10 items", append(10, "s"), append(10, "r"), append(10, "t")),
-        Op("read last 50 items", read_s, read_r, tx(read_r)),
-        Op("run compare-and-set", cas_s, cas_r, tx(cas_r)),
-        Op("save checkpoint (~10 KB)", save_s, save_r, tx(save_r)),
-        Op("load latest checkpoint", load_s, load_r, tx(load_r)),
-        Op("checkpoint history (20)", history_s, history_r, tx(history_r)),
-        Op("pending approvals (page of 50)", pending_s, pending_r, tx(pending_r)),
+        Op("append 1 item", c.append(1, "s"), c.append(1, "r"), c.append(1, "t")),
+        Op("append 10 items", c.append(10, "s"), c.append(10, "r"), c.append(10, "t")),
+        Op("read last 50 items", c.read_s, c.read_r, c.tx(c.read_r)),
+        Op("run compare-and-set", c.cas_s, c.cas_r, c.tx(c.cas_r)),
+        Op("save checkpoint (~10 KB)", c.save_s, c.save_r, c.tx(c.save_r)),
+        Op("load latest checkpoint", c.load_s, c.load_r, c.tx(c.load_r)),
+        Op("checkpoint history (20)", c.history_s, c.history_r, c.tx(c.history_r)),
+        Op("pending approvals (page of 50)", c.pending_s, c.pending_r, c.tx(c.pending_r)),
         Op(
             "record-or-return effect",
-            effect_s,
-            effect_r,
-            lambda i: effect_r(i, floor_tx, "t"),
+            c.effect_s,
+            c.effect_r,
+            lambda i: c.effect_r(i, floor_tx, "t"),
         ),
     ]
 
@@ -390,75 +417,87 @@ def _contention(cat: Catalogue, url: str, scale: Scale, log) -> dict:
     `in_tenant(atomic=False)`: a read and a CAS, each one message) against the
     one-statement floor (a SELECT and the CAS statement, autocommit). Target: >= 0.6x.
     """
-    import threading
-    import time
-
-    from django.db import connection
-
-    from runs_app.store import RunStateStore
-    from stateroom.actor import Actor
-    from stateroom.errors import Conflict
     from tenancy_app.models import Tenant
-    from tenancy_app.scoping import in_tenant
 
     tenant = Tenant.objects.get(pk=cat.tenant_pk)
     run_id = cat.running_runs[0]
     per_thread = max(100, scale.op_iterations // 2)
-
-    def stateroom_worker(done: list) -> None:
-        store = RunStateStore(tenant, Actor("token", "1", "token:bench"))
-        wins = 0
-        try:
-            with in_tenant(tenant, atomic=False):
-                while wins < per_thread:
-                    run = store.get(run_id)
-                    try:
-                        store.compare_and_set(
-                            run_id=run_id,
-                            expected_version=run.version,
-                            changes={"turn_index": run.version % 1000},
-                        )
-                        wins += 1
-                    except Conflict:
-                        pass
-        finally:
-            connection.close()
-        done.append(wins)
-
-    def floor_worker(done: list) -> None:
-        with connect(url) as conn:
-            floor = RawFloor(conn, cat.tenant_pk, one_statement=True)
-            wins = 0
-            while wins < per_thread:
-                _, version, _ = floor.read_run(run_id=run_id)
-                if floor.try_compare_and_set(
-                    run_id=run_id,
-                    expected_version=version,
-                    changes={"turn_index": version % 1000, "token_used": 0, "current_node_id": ""},
-                ):
-                    wins += 1
-        done.append(wins)
-
-    def timed(worker) -> float:
-        done: list = []
-        threads = [threading.Thread(target=worker, args=(done,)) for _ in range(2)]
-        start = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return sum(done) / (time.perf_counter() - start)
-
+    workers = {
+        "stateroom": partial(_stateroom_cas_worker, tenant, run_id, per_thread),
+        "raw": partial(_floor_cas_worker, url, cat.tenant_pk, run_id, per_thread),
+    }
     rates = {"stateroom": [], "raw": []}
     for order in (("stateroom", "raw"), ("raw", "stateroom")):
         for side in order:
-            rates[side].append(timed(stateroom_worker if side == "stateroom" else floor_worker))
+            rates[side].append(_two_threads_rate(workers[side]))
     s, r = sum(rates["stateroom"]) / 2, sum(rates["raw"]) / 2
     ratio = s / r if r else 0.0
     log(
         f"  read + CAS, 2 threads on one row: Stateroom {s:.0f} CAS/s,"
         f" 1-statement floor {r:.0f} CAS/s, ratio {ratio:.2f}"
     )
+    return _contention_row(s, r, ratio, per_thread)
+
+
+def _stateroom_cas_worker(tenant, run_id: str, per_thread: int, done: list) -> None:
+    """`per_thread` successful CASes through the run store, each after a read."""
+    from django.db import connection
+
+    from runs_app.store import RunStateStore
+    from stateroom.actor import Actor
+    from stateroom.errors import Conflict
+    from tenancy_app.scoping import in_tenant
+
+    store = RunStateStore(tenant, Actor("token", "1", "token:bench"))
+    wins = 0
+    try:
+        with in_tenant(tenant, atomic=False):
+            while wins < per_thread:
+                run = store.get(run_id)
+                try:
+                    store.compare_and_set(
+                        run_id=run_id,
+                        expected_version=run.version,
+                        changes={"turn_index": run.version % 1000},
+                    )
+                    wins += 1
+                except Conflict:
+                    pass
+    finally:
+        connection.close()
+    done.append(wins)
+
+
+def _floor_cas_worker(url: str, tenant_pk: int, run_id: str, per_thread: int, done: list) -> None:
+    """`per_thread` successful CASes on the one-statement floor, each after a read."""
+    with connect(url) as conn:
+        floor = RawFloor(conn, tenant_pk, one_statement=True)
+        wins = 0
+        while wins < per_thread:
+            _, version, _ = floor.read_run(run_id=run_id)
+            if floor.try_compare_and_set(
+                run_id=run_id,
+                expected_version=version,
+                changes={"turn_index": version % 1000, "token_used": 0, "current_node_id": ""},
+            ):
+                wins += 1
+    done.append(wins)
+
+
+def _two_threads_rate(worker) -> float:
+    """Wins per second of two threads running `worker(done)` together."""
+    done: list = []
+    threads = [threading.Thread(target=worker, args=(done,)) for _ in range(2)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / (time.perf_counter() - start)
+
+
+def _contention_row(s: float, r: float, ratio: float, per_thread: int) -> dict:
+    """The result row of the contention measurement (no latencies: rates only)."""
     summary = {
         "ops_per_s": round(s, 1),
         "p50_ms": 0.0,

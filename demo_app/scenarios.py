@@ -113,24 +113,7 @@ def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_
         sessions.append_items(
             session_id=session.session_id,
             run_id=run.run_id,
-            items=[
-                {"role": "user", "item_type": "message", "payload": {"text": question.format(n=n)}},
-                {
-                    "role": "assistant",
-                    "item_type": "function_call",
-                    "payload": {"name": "lookup_order", "arguments": {"order": n}},
-                },
-                {
-                    "role": "tool",
-                    "item_type": "function_call_output",
-                    "payload": {"output": {"order": n, "status": "shipped"}},
-                },
-                {
-                    "role": "assistant",
-                    "item_type": "message",
-                    "payload": {"text": answer.format(n=n)},
-                },
-            ],
+            items=_order_lookup(question, answer, n),
         )
         runs.append_events(
             run_id=run.run_id,
@@ -155,6 +138,29 @@ def support_conversation(tenant: Tenant, rng: random.Random, index: int, *, age_
         )
         clock.advance(minutes=rng.randint(5, 60))
     return session
+
+
+def _order_lookup(question: str, answer: str, n: int) -> list[dict]:
+    """One support turn's items: the customer asks about order `n`, the assistant looks it
+    up (a tool call and its output) and answers."""
+    return [
+        {"role": "user", "item_type": "message", "payload": {"text": question.format(n=n)}},
+        {
+            "role": "assistant",
+            "item_type": "function_call",
+            "payload": {"name": "lookup_order", "arguments": {"order": n}},
+        },
+        {
+            "role": "tool",
+            "item_type": "function_call_output",
+            "payload": {"output": {"order": n, "status": "shipped"}},
+        },
+        {
+            "role": "assistant",
+            "item_type": "message",
+            "payload": {"text": answer.format(n=n)},
+        },
+    ]
 
 
 # payments.refund's arguments, as the runtime sends them: an edit in the console must fit.

@@ -43,7 +43,8 @@ from stateroom.contract import (
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 
-from .models import Run, RunEvent, RunStatus
+from .models import RunEvent, RunStatus
+from .serializers import RunOut, run_data
 from .store import (
     COST_DECIMAL_PLACES,
     COST_MAX_DIGITS,
@@ -61,44 +62,6 @@ def _store(request) -> RunStateStore:
 
 
 # --- serializers ------------------------------------------------------------
-class RunOut(serializers.Serializer):
-    run_id = serializers.CharField()
-    session_id = serializers.CharField(source="session_public_id", allow_null=True)
-    task_id = serializers.CharField(source="task_public_id", allow_null=True)
-    status = serializers.ChoiceField(choices=RunStatus.choices)
-    turn_index = serializers.IntegerField()
-    active_agent = EmptyAsNullCharField()
-    current_node_id = EmptyAsNullCharField()
-    deadline_at = serializers.DateTimeField(allow_null=True)
-    token_used = serializers.IntegerField()
-    cost_used = serializers.DecimalField(
-        max_digits=COST_MAX_DIGITS,
-        decimal_places=COST_DECIMAL_PLACES,
-        coerce_to_string=True,
-        help_text="Decimal string",
-    )
-    pending_approval_id = EmptyAsNullCharField()
-    last_checkpoint_id = EmptyAsNullCharField()
-    error = serializers.JSONField(allow_null=True)
-    version = serializers.IntegerField()
-    claimed_by = EmptyAsNullCharField(
-        help_text="The worker that last claimed the run; null while nobody has (a run waiting "
-        "for a person or ended is held by nobody)"
-    )
-    claim_until = serializers.DateTimeField(
-        allow_null=True, help_text="The claim's lease: past it, another worker may claim the run"
-    )
-    unclaimed_since = serializers.DateTimeField(
-        allow_null=True,
-        help_text="Set while the run is running and no worker has held it (no live claim) "
-        "for longer than the tenant's setting (2 minutes unless set): since when nobody "
-        "holds it, the later of its last change and its last claim's end. A resumed or "
-        "decided run waits here until its runtime claims it; null otherwise",
-    )
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
 class CostField(DecimalStringField):
     """`cost_used`: a decimal string or an integer, refused by the run store's own rule.
 
@@ -213,10 +176,6 @@ AppendedEvents = inline_serializer(
     "AppendedEvents",
     {"first_seq": serializers.IntegerField(), "last_seq": serializers.IntegerField()},
 )
-
-
-def run_data(run: Run) -> dict:
-    return RunOut(run).data
 
 
 def event_data(event: RunEvent) -> dict:

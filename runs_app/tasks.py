@@ -14,6 +14,7 @@ from tenancy_app.models import RuntimeToken, Tenant
 from tenancy_app.scoping import in_tenant
 from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver, delivery_id
 
+from .serializers import run_data  # the run exactly as GET returns it
 from .store import RunStateStore
 from .webhooks import NOTIFY_RUN_CONTROL, RUN_CONTROL_EVENTS, run_control_payload
 
@@ -30,8 +31,6 @@ from .webhooks import NOTIFY_RUN_CONTROL, RUN_CONTROL_EVENTS, run_control_payloa
 )
 def notify_run_control(self, tenant_id: int, run_id: str, version: int, event: str) -> str:
     """POST the run to the webhook of the token that created it. Idempotent."""
-    from .api import run_data
-
     if event not in RUN_CONTROL_EVENTS:
         return "unknown-event"
     tenant = Tenant.objects.filter(pk=tenant_id).first()

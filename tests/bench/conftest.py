@@ -1,6 +1,6 @@
 """Data for the EXPLAIN checks: two tenants with enough rows that a missing index shows.
 
-Loaded with the bench's own generator (bench/generate.py) on Django's
+Loaded with the bench's own generator (bench/generate/) on Django's
 cursor as the app role, committed, then ANALYZEd by the owner role (only a
 table's owner may) so the planner knows the sizes.
 """

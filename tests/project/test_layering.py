@@ -95,7 +95,7 @@ def rows(app: str) -> str:
             },
         ),
         (
-            "tenancy_app.views",
+            "tenancy_app.api",
             "sessions_app.store",
             {
                 LAYERS,
@@ -114,9 +114,9 @@ def rows(app: str) -> str:
         # A domain below runs asks them through stateroom.ports: the claim rule is runs_app's.
         ("sessions_app.store.appends", "runs_app.models", {LAYERS, rows("runs_app")}),
         ("sessions_app.store.appends", "runs_app.claims", {LAYERS, rows("runs_app")}),
-        ("sessions_app.views", "runs_app.models", {LAYERS, rows("runs_app")}),
+        ("sessions_app.api", "runs_app.models", {LAYERS, rows("runs_app")}),
         ("sessions_app.store.content", "tasks_app.models", {LAYERS, rows("tasks_app")}),
-        ("sessions_app.views", "effects_app.models", {LAYERS, rows("effects_app")}),
+        ("sessions_app.api", "effects_app.models", {LAYERS, rows("effects_app")}),
         ("tasks_app.store", "approvals_app.models", {LAYERS, rows("approvals_app")}),
         ("approvals_app.store", "effects_app.models", {LAYERS, rows("effects_app")}),
         # Going down, another domain's rows are read from the reader's store only.

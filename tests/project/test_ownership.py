@@ -36,7 +36,7 @@ def write(run_id):
     "module",
     [
         "approvals_app.store",
-        "sessions_app.views",
+        "sessions_app.api",  # the sessions HTTP layer: through the runs store only
         "sessions_app.store.content",  # a store's content removal: its own tables only
         "lifecycle_app.deletion",  # the orchestrator asks the owners; it writes none of theirs
         "console_app.views.runs",
