@@ -64,7 +64,12 @@ def deliver(
         job = prepare(store, notification_id)
     if isinstance(job, str):
         return job
-    module = sender(job.notification.channel_kind)
+    try:
+        module = sender(job.notification.channel_kind)
+    except LookupError as exc:
+        with in_tenant(tenant):
+            store.mark_failed(notification_id, detail=str(exc), final=True)
+        return "no-sender"
     try:  # no transaction is open here: a slow server holds no lock
         if job.target is not None:
             module.update(job.channel, job.target, job.message)
