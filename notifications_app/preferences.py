@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import datetime, time
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from approvals_app.notices import NOTICE_ESCALATED
+
 from .models import ChannelKind, Preference
 
 EMAIL, SLACK, WEBHOOK, CONSOLE = (k.value for k in ChannelKind)
@@ -56,4 +58,4 @@ def held_back(kind: str, *, quiet: bool, notice: str, risk: str) -> bool:
     """Quiet hours hold back every channel but the console, except a critical escalation."""
     if not quiet or kind == CONSOLE:
         return False
-    return not (notice == "escalated" and risk == "critical")
+    return not (notice == NOTICE_ESCALATED and risk == "critical")

@@ -325,3 +325,22 @@ def test_ended_updates_each_sent_chat_message_once(
     assert {n.status for n in ended} == {"sent"}
     assert {n.recipient_id for n in ended} == {people["olga"].pk, None}
     assert notifications(tenant_a, kind="ended", channel_kind="console") == []
+
+
+def test_a_disabled_channel_is_not_used(tenant_a, people):
+    mail = add_channel(tenant_a, "email", "Mail")
+    with in_tenant(tenant_a):
+        nstore(tenant_a).save_channel(
+            channel_id=mail.channel_id, kind="email", name="Mail", enabled=False
+        )
+    route_to(tenant_a, user_ids=[people["olga"].pk])
+    asked(tenant_a, risk="critical")
+    handle(tenant_a, "apr-1", "asked")
+    assert summary(tenant_a) == {("olga", "console", "sent")}
+
+
+def test_another_tenants_approval_is_not_found(tenant_a, tenant_b, people, mail, admin_b):
+    route_to(tenant_b, user_ids=[admin_b.pk])
+    asked(tenant_b, "apr-b", risk="high")
+    assert handle(tenant_a, "apr-b", "asked") == "no-approval"
+    assert notifications(tenant_a) == [] and notifications(tenant_b) == []
