@@ -9,20 +9,40 @@ never in the audit log.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.db import connection, models
 
 from stateroom.errors import NotFound, Unprocessable
 from stateroom.ids import new_public_id
 from stateroom.store import BaseStore
 from tenancy_app.models import Membership
 
-from .models import Channel, ChannelKind, ChatLink, Notification, Preference
+from .models import Channel, ChannelKind, ChatLink, Notification, NotificationStatus, Preference
 
 CONFIGURABLE_KINDS = (ChannelKind.EMAIL, ChannelKind.SLACK, ChannelKind.WEBHOOK)
 MAX_CHANNELS = 20
 RISKS = ("low", "medium", "high", "critical")
+MAX_DETAIL = Notification._meta.get_field("detail").max_length
+DONE = (NotificationStatus.SENT, NotificationStatus.SKIPPED, NotificationStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A notification the fan-out decided on (`NotificationStore.record`)."""
+
+    approval_id: str
+    kind: str
+    ref: str
+    recipient_id: int | None
+    channel_id: int | None
+    channel_kind: str
+    address: str = ""
+    status: str = NotificationStatus.QUEUED
+    detail: str = ""
 
 
 class NotificationStore(BaseStore):
@@ -245,6 +265,107 @@ class NotificationStore(BaseStore):
             .select_related("recipient", "channel")
             .order_by("id")
         )
+
+    def notification(self, notification_id: int) -> Notification:
+        found = (
+            Notification.objects.filter(tenant=self.tenant, pk=notification_id)
+            .select_related("channel", "recipient")
+            .first()
+        )
+        if found is None:
+            raise NotFound("No such notification.")
+        return found
+
+    def sent_with_ref(self, approval_id: str):
+        """The sent messages of an approval that can be updated (chat: where they are)."""
+        return Notification.objects.filter(
+            tenant=self.tenant,
+            approval_id=approval_id,
+            status=NotificationStatus.SENT,
+            external_ref__isnull=False,
+        ).order_by("id")
+
+    def record(self, drafts: list[Draft]) -> list[int]:
+        """Write each draft unless its notification exists (`notification_once`); the ids
+        of the rows written now that wait for delivery (queued), so a notice handled
+        twice (or by two workers at once) sends each message once. A console
+        notification is sent when written."""
+        if not drafts:
+            return []
+        now = self.now()
+        columns = (
+            "tenant_id, approval_id, kind, ref, recipient_id, channel_id, channel_kind, address,"
+            " status, detail, attempts, created_at, sent_at, acted_by, action"
+        )
+        rows, params = [], []
+        for draft in drafts:
+            status = draft.status
+            if draft.channel_kind == ChannelKind.CONSOLE and status == NotificationStatus.QUEUED:
+                status = NotificationStatus.SENT
+            rows.append("(" + ", ".join(["%s"] * 15) + ")")
+            params += [
+                self.tenant.pk,
+                draft.approval_id,
+                draft.kind,
+                draft.ref,
+                draft.recipient_id,
+                draft.channel_id,
+                draft.channel_kind,
+                draft.address,
+                status,
+                draft.detail[:MAX_DETAIL],
+                0,
+                now,
+                now if status == NotificationStatus.SENT else None,
+                "",
+                "",
+            ]
+        sql = (
+            f"INSERT INTO {Notification._meta.db_table} ({columns}) VALUES {', '.join(rows)}"
+            " ON CONFLICT DO NOTHING RETURNING id, status"
+        )
+        with self.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            written = cursor.fetchall()
+        return sorted(pk for pk, status in written if status == NotificationStatus.QUEUED)
+
+    def mark_sent(self, notification_id: int, *, external_ref=None, detail: str = "") -> bool:
+        """It was delivered (once: a notification already done stays as it is)."""
+        with self.atomic():
+            return bool(
+                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
+                .exclude(status__in=DONE)
+                .update(
+                    status=NotificationStatus.SENT,
+                    sent_at=self.now(),
+                    external_ref=external_ref,
+                    detail=detail[:MAX_DETAIL],
+                    attempts=models.F("attempts") + 1,
+                )
+            )
+
+    def mark_failed(self, notification_id: int, *, detail: str, final: bool) -> bool:
+        """One attempt failed: `final` (refused, or out of retries) fails it; else it waits
+        for the next attempt, queued."""
+        status = NotificationStatus.FAILED if final else NotificationStatus.QUEUED
+        with self.atomic():
+            return bool(
+                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
+                .exclude(status__in=DONE)
+                .update(
+                    status=status,
+                    detail=detail[:MAX_DETAIL],
+                    attempts=models.F("attempts") + 1,
+                )
+            )
+
+    def mark_skipped(self, notification_id: int, *, detail: str) -> bool:
+        with self.atomic():
+            return bool(
+                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
+                .exclude(status__in=DONE)
+                .update(status=NotificationStatus.SKIPPED, detail=detail[:MAX_DETAIL])
+            )
 
 
 def _described(channel: Channel) -> dict[str, Any]:

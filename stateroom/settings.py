@@ -328,6 +328,17 @@ STATEROOM_API_RATE = os.environ.get("STATEROOM_API_RATE") or None  # e.g. "100/s
 # everything else must resolve to public addresses only (stateroom.egress).
 STATEROOM_WEBHOOK_ALLOW = env_list("STATEROOM_WEBHOOK_ALLOW")
 
+# --- Notifications (notifications_app) ----------------------------------------
+# Where people open the console: the deep link in every email and chat message.
+STATEROOM_CONSOLE_URL = os.environ.get("STATEROOM_CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "stateroom@localhost")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy_app.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["tenancy_app.auth.IsRuntime"],
