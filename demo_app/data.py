@@ -43,6 +43,8 @@ def ensure_people() -> list[tuple[str, str, str]]:
                 user, created = User.objects.get_or_create(username=username)
                 if created:
                     user.set_password(DEMO_PASSWORD)
+                if created or not user.email:  # notices by email reach them (console backend)
+                    user.email = f"{role}@{slug}.example"
                     user.save()
                 with in_tenant(tenant):  # memberships have row-level security
                     if not Membership.objects.filter(user=user, tenant=tenant).exists():

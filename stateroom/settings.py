@@ -332,6 +332,13 @@ STATEROOM_WEBHOOK_ALLOW = env_list("STATEROOM_WEBHOOK_ALLOW")
 # Where people open the console: the deep link in every email and chat message.
 STATEROOM_CONSOLE_URL = os.environ.get("STATEROOM_CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "stateroom@localhost")
+# The demo prints its emails (Django's console backend); production sends them over SMTP.
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if DEMO
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")

@@ -39,3 +39,33 @@ def test_demo_data_covers_every_state_of_every_domain(db, capsys):
     assert "acme: demo data already there." in capsys.readouterr().out
     with in_tenant(Tenant.objects.get(slug="acme")):
         assert Session.objects.count() == 14 + 15  # support sessions, and the payments ones
+
+
+def test_demo_approvals_are_routed_and_notified(db, capsys, django_capture_on_commit_callbacks):
+    """The demo shows routing: rules and groups, approvals assigned when asked, and a
+    notification trail (console badge entries; email for high and critical risk)."""
+    from approvals_app.models import RoutingRule
+    from notifications_app.models import Notification
+    from tenancy_app.models import MemberGroup
+
+    # The jobs the stores write to the outbox run after each commit, as in the demo.
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("load_demo")
+    out = capsys.readouterr().out
+    assert "acme: approval routing rules, groups and email ready." in out
+    for tenant in Tenant.objects.all():
+        with in_tenant(tenant):
+            assert RoutingRule.objects.filter(is_default=True).count() == 1
+            oncall = MemberGroup.objects.get(slug="payments-oncall")
+            assert oncall.is_on_call_list
+            pending = ApprovalRequest.objects.filter(status="pending")
+            assert pending.exists()
+            assert all(a.assigned_group_ids for a in pending)
+            payments = pending.filter(
+                tool_name__startswith="payments.", risk__in=["high", "critical"]
+            )
+            assert all(a.assigned_group_ids == [oncall.pk] for a in payments)
+            kinds = set(Notification.objects.values_list("channel_kind", flat=True))
+            assert "console" in kinds
+            if payments.exists():
+                assert "email" in kinds

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from demo_app.data import DEMO_TENANTS, ensure_people
+from demo_app.routing import load_routing
 from demo_app.scenarios import load_scenarios
 from tenancy_app.models import Tenant
 
@@ -12,7 +13,10 @@ class Command(BaseCommand):
         logins = ensure_people()
         self.stdout.write(f"Demo people ready ({len(logins)} logins).")
         for slug, _ in DEMO_TENANTS:
-            made = load_scenarios(Tenant.objects.get(slug=slug))
+            tenant = Tenant.objects.get(slug=slug)
+            if load_routing(tenant):
+                self.stdout.write(f"{slug}: approval routing rules, groups and email ready.")
+            made = load_scenarios(tenant)
             if made.get("skipped"):
                 self.stdout.write(f"{slug}: demo data already there.")
             else:
