@@ -116,7 +116,8 @@ def route(
     if rule is None:
         return Route(rule=None)
     remind_at = escalate_at = None
-    if rule.remind_after_minutes:
+    # A reminder goes to the people asked: a rule that asks nobody reminds nobody.
+    if rule.remind_after_minutes and (rule.user_ids or rule.group_ids):
         remind_at = asked_at + timedelta(minutes=rule.remind_after_minutes)
     if rule.escalate_at_percent and expires_at is not None and expires_at > asked_at:
         escalate_at = asked_at + (expires_at - asked_at) * (rule.escalate_at_percent / 100)
@@ -191,6 +192,7 @@ class RoutingRules(BaseStore):
                 before = described(rule)
             for name, value in values.items():
                 setattr(rule, name, value)
+            rule.name = (rule.name or "").strip()
             rule.updated_at = now
             self._check(rule)
             if rule.is_default:

@@ -41,6 +41,11 @@ class DisplayHint(StrictSerializer):
     )
 
 
+class Assignees(serializers.Serializer):
+    user_ids = serializers.ListField(child=serializers.IntegerField(), source="assigned_user_ids")
+    group_ids = serializers.ListField(child=serializers.IntegerField(), source="assigned_group_ids")
+
+
 class ApprovalSerializer(serializers.Serializer):
     """An approval as the runtime sees it (GET, lists, decisions, webhooks)."""
 
@@ -137,6 +142,19 @@ class ApprovalSerializer(serializers.Serializer):
         allow_null=True, help_text="outcome failed: the tool's error {message, type?}"
     )
     outcome_at = serializers.DateTimeField(allow_null=True)
+    assignees = Assignees(
+        source="*",
+        help_text=(
+            "Who is asked to decide: the tenant's members and member groups (ids) its routing "
+            "rule named when it was asked, or an operator since (reassigned, taken, escalated); "
+            "both empty: anyone of the tenant's operators"
+        ),
+    )
+    route_rule = serializers.CharField(
+        source="route_rule.name",
+        allow_null=True,
+        help_text="The name of the routing rule that chose them (null: none matched)",
+    )
 
 
 def approval_data(approval: ApprovalRequest) -> dict:

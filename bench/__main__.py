@@ -20,7 +20,7 @@ from .scale import Scale
 
 SECTIONS = ("store", "api", "console", "deletion", "langgraph")
 # Measured only when named in --only.
-EXTRA_SECTIONS = ("binding",)
+EXTRA_SECTIONS = ("binding", "routing")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 

@@ -535,6 +535,9 @@ def render_markdown(results: dict) -> str:
             + "."
         )
         lines.append("")
+    from .routing import render as render_routing
+
+    lines.extend(render_routing(results.get("sections", {}).get("routing", {})))
     lines.append(
         "Store and raw rows: sequential calls, one connection per side, the sides interleaved call"
         " by call; ratio = Stateroom ops/s ÷ raw ops/s. API rows: sequential"

@@ -106,6 +106,12 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log) -> dict
         results["sections"]["langgraph"] = _section(
             "langgraph", lambda: langgraph.run(url, scale, cat, log), log
         )
+    if "routing" in sections:
+        from . import routing
+
+        results["sections"]["routing"] = _section(
+            "routing", lambda: routing.run(url, scale, cat, log), log
+        )
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     json.dumps(results, default=str)  # fail here, not after the run, if something is not JSON
     return results

@@ -69,7 +69,10 @@ class GroupStore(BaseStore):
                 before = self._described(group)
             group.name = name
             group.rotation_days = rotation_days
-            group.rotation_start = (rotation_start or self.now()) if rotation_days else None
+            # A changed group keeps its rotation's start unless given a new one: saving
+            # the list again does not hand the turn back to its first member.
+            start = rotation_start or group.rotation_start or self.now()
+            group.rotation_start = start if rotation_days else None
             group.save()
             GroupMember.objects.filter(tenant=self.tenant, group=group).delete()
             GroupMember.objects.bulk_create(
@@ -137,25 +140,30 @@ class GroupStore(BaseStore):
     def recipients(self, *, user_ids: Iterable[int], group_ids: Iterable[int]) -> list[int]:
         """Who a notice to these users and groups reaches now: tenant members only, the
         on-call member of an on-call list, each once, in the order named."""
-        group_ids = list(group_ids)
-        found: list[int] = list(user_ids)
+        group_ids = list(dict.fromkeys(int(g) for g in group_ids))
+        user_ids = [int(u) for u in user_ids]
+        by_group: dict[int, list[int]] = {}
         if group_ids:
             rows = GroupMember.objects.filter(tenant=self.tenant, group_id__in=group_ids).order_by(
                 "group_id", "position"
             )
-            by_group: dict[int, list[int]] = {}
             for row in rows:
                 by_group.setdefault(row.group_id, []).append(row.user_id)
-            groups = MemberGroup.objects.filter(tenant=self.tenant, pk__in=group_ids)
-            now = self.now()
-            for group in sorted(groups, key=lambda g: group_ids.index(g.pk)):
-                found += group.on_call(by_group.get(group.pk, []), now)
+        named = user_ids + [u for members in by_group.values() for u in members]
         members = set(
-            Membership.objects.filter(tenant=self.tenant, user_id__in=found).values_list(
+            Membership.objects.filter(tenant=self.tenant, user_id__in=named).values_list(
                 "user_id", flat=True
             )
         )
-        return [u for u in dict.fromkeys(found) if u in members]
+        found = [u for u in user_ids if u in members]
+        if group_ids:
+            groups = MemberGroup.objects.filter(tenant=self.tenant, pk__in=group_ids)
+            now = self.now()
+            for group in sorted(groups, key=lambda g: group_ids.index(g.pk)):
+                # The turn passes among those still members (one who left is skipped).
+                current = [u for u in by_group.get(group.pk, []) if u in members]
+                found += group.on_call(current, now)
+        return list(dict.fromkeys(found))
 
 
 def check_slug_free(tenant, slug: str) -> None:

@@ -12,6 +12,7 @@ a retry finds it done and sends nothing again.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -37,19 +38,32 @@ class ApprovalAssignment(ApprovalBase):
         user_ids = list(dict.fromkeys(int(u) for u in user_ids))
         group_ids = list(dict.fromkeys(int(g) for g in group_ids))
         self._check_assignees(user_ids, group_ids)
-        with self.atomic():
-            _run, approval = self._lock(approval_id)
-            self._refuse_unless_pending(approval)
-            return self._assign(approval, user_ids, group_ids, "approval.reassigned", reason)
+        return self._assign_pending(approval_id, user_ids, group_ids, "approval.reassigned", reason)
 
     def take(self, *, approval_id: str) -> ApprovalRequest:
-        """The acting person takes it: they become its only assignee."""
+        """The acting person (a member of the tenant) takes it: its only assignee."""
         if self.actor.kind != "user":
             raise Conflict("Only a person takes an approval.", code="not_a_person")
+        self._check_assignees([int(self.actor.id)], [])
+        return self._assign_pending(approval_id, [int(self.actor.id)], [], "approval.taken", "")
+
+    def _assign_pending(
+        self, approval_id: str, user_ids: list[int], group_ids: list[int], action: str, reason: str
+    ) -> ApprovalRequest:
+        """409 `already_decided` unless pending; one past its deadline is expired first
+        (recorded, `keep_changes`), as a late decision finds it."""
+        expired: Conflict | None = None
         with self.atomic():
-            _run, approval = self._lock(approval_id)
-            self._refuse_unless_pending(approval)
-            return self._assign(approval, [int(self.actor.id)], [], "approval.taken", "")
+            run, approval = self._lock(approval_id)
+            if approval.status != ApprovalStatus.PENDING:
+                raise self._already_decided(approval)
+            if self._is_due(approval):
+                self._expire_locked(approval, run)
+                expired = self._already_decided(approval)
+                expired.keep_changes = True
+            else:
+                return self._assign(approval, user_ids, group_ids, action, reason)
+        raise expired
 
     def _assign(
         self,
@@ -71,12 +85,9 @@ class ApprovalAssignment(ApprovalBase):
             after=_assignees(approval),
             reason=clipped("decision_reason", reason or ""),
         )
-        self._notice(approval, NOTICE_REASSIGNED, ref=self.now().isoformat())
+        # Each reassignment is its own notice (two in one instant too): a fresh ref.
+        self._notice(approval, NOTICE_REASSIGNED, ref=uuid.uuid4().hex)
         return approval
-
-    def _refuse_unless_pending(self, approval: ApprovalRequest) -> None:
-        if approval.status != ApprovalStatus.PENDING or self._is_due(approval):
-            raise self._already_decided(approval)
 
     def _check_assignees(self, user_ids: list[int], group_ids: list[int]) -> None:
         problems: dict[str, list[str]] = {}

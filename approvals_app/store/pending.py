@@ -8,17 +8,20 @@ from typing import Any
 from runs_app.models import Run
 from stateroom.sql import hot_cursor
 
-from ..models import ApprovalRequest, ApprovalStatus
+from ..models import ApprovalRequest, ApprovalStatus, RoutingRule
 from .base import ApprovalBase
 
 _APPROVALS = ApprovalRequest._meta.db_table
 _RUNS = Run._meta.db_table
+_RULES = RoutingRule._meta.db_table
 _PENDING_COLUMNS = (
     "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
     " a.key_arguments, a.usual_arguments, a.display, a.allowed_decisions, a.arguments_schema,"
     " a.call_digest, a.run_version,"
     " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
-    f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id)"
+    f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id),"
+    " a.assigned_user_ids, a.assigned_group_ids,"
+    f" (SELECT g.name FROM {_RULES} g WHERE g.id = a.route_rule_id)"
 )
 
 
@@ -60,6 +63,9 @@ _PENDING_NAMES = (
     "expires_at",
     "created_at",
     "replaces_approval_id",
+    "assigned_user_ids",
+    "assigned_group_ids",
+    "route_rule",
 )
 # What `approvals_app.api.ApprovalSerializer` renders, in its order: a pending approval has
 # no value yet for those its row does not select (None).
@@ -98,6 +104,8 @@ _SERIALIZED = (
     "outcome",
     "outcome_error",
     "outcome_at",
+    "assignees",
+    "route_rule",
 )
 # jsonb columns that may be NULL.
 _NULLABLE_JSON = ("usual_arguments", "display", "arguments_schema")
@@ -113,6 +121,10 @@ def _pending_out(row: tuple) -> dict[str, Any]:
             values[name] = _loads(values[name])
     values["first_approved_by"] = values["first_approved_by"] or None
     values["first_approval_reason"] = values["first_approval_reason"] or None
+    values["assignees"] = {
+        "user_ids": values["assigned_user_ids"],
+        "group_ids": values["assigned_group_ids"],
+    }
     get = values.get
     return {key: get(key) for key in _SERIALIZED}
 

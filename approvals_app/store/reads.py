@@ -23,7 +23,7 @@ class ApprovalReads(ApprovalBase):
     def get(self, approval_id: str) -> ApprovalRequest:
         approval = (
             self._read()
-            .select_related("run", "replaces", "replaced_by")
+            .select_related("run", "replaces", "replaced_by", "route_rule")
             .filter(approval_id=approval_id)
             .first()
         )
@@ -36,7 +36,7 @@ class ApprovalReads(ApprovalBase):
     ) -> QuerySet[ApprovalRequest]:
         """Unordered; callers keyset by id. `status` is the effective status (`_read`)."""
         now = self.now()
-        approvals = self._read().select_related("run", "replaces")
+        approvals = self._read().select_related("run", "replaces", "route_rule")
         if status:
             if status not in ApprovalStatus.values:
                 raise Unprocessable(

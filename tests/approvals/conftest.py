@@ -44,3 +44,68 @@ def reload_approval(tenant, approval_id: str) -> dict:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+# --- routing and notices (issue 34) ---------------------------------------------------
+class RecordedNotices(list):
+    """What reached the `approval_notices` port: (approval_id, kind, ref), in order."""
+
+    def kinds(self, approval_id: str | None = None) -> list[str]:
+        return [k for a, k, _ in list(self) if approval_id in (None, a)]
+
+
+@pytest.fixture
+def notices():
+    """A recording fake behind `ports.approval_notices` (the notifications app's place),
+    thread-safe; the previous implementation is back afterwards."""
+    import threading
+
+    from stateroom import ports
+
+    recorded = RecordedNotices()
+    lock = threading.Lock()
+
+    def record(tenant_id: int, approval_id: str, kind: str, ref: str) -> str:
+        with lock:
+            recorded.append((approval_id, kind, ref))
+        return "recorded"
+
+    previous = ports.approval_notices._impl
+    ports.approval_notices.provide(record)
+    try:
+        yield recorded
+    finally:
+        ports.approval_notices._impl = previous
+
+
+def notice_rows(tenant) -> list[list]:
+    """The outbox rows of approval notices: their args (tenant_id, approval_id, kind, ref)."""
+    from approvals_app.notices import APPROVAL_NOTICE_TASK
+    from outbox_app.models import OutboxMessage
+
+    with in_tenant(tenant):
+        return list(
+            OutboxMessage.objects.filter(tenant=tenant, task=APPROVAL_NOTICE_TASK)
+            .order_by("id")
+            .values_list("args", flat=True)
+        )
+
+
+def routing_rules(tenant, actor: Actor | None = None, **kw):
+    from approvals_app.routing import RoutingRules
+
+    return RoutingRules(tenant, actor or Actor.system("test"), **kw)
+
+
+def save_rule(tenant, **values):
+    with in_tenant(tenant):
+        return routing_rules(tenant).save_rule(**values)
+
+
+def save_group(tenant, name: str, user_ids, **kw):
+    from tenancy_app.groups import GroupStore
+
+    with in_tenant(tenant):
+        return GroupStore(tenant, Actor.system("test"), **kw).save_group(
+            name=name, user_ids=user_ids
+        )

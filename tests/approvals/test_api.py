@@ -109,6 +109,8 @@ def test_request_approval_201_and_the_run_waits(api_a, tenant_a):
         "outcome": None,
         "outcome_error": None,
         "outcome_at": None,
+        "assignees": {"user_ids": [], "group_ids": []},
+        "route_rule": None,
     }
     run = api_a.get("/api/v1/runs/run-1").json()
     assert (run["status"], run["pending_approval_id"], run["version"]) == (
