@@ -154,12 +154,19 @@ def _show_outcome(channel: Channel, payload: dict[str, Any], answer: Answer) -> 
     ref = {"channel": container.get("channel_id"), "ts": container.get("message_ts")}
     if not ref["channel"] or not ref["ts"]:
         return
-    kept = [
-        block
-        for block in (payload.get("message") or {}).get("blocks") or []
-        if isinstance(block, dict) and block.get("type") != "actions"
-    ]
-    kept.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{answer.text}*"}})
+    kept, links = [], []
+    for block in (payload.get("message") or {}).get("blocks") or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") != "actions":
+            kept.append(block)
+        else:
+            links += [e for e in block.get("elements") or [] if isinstance(e, dict) and "url" in e]
+    kept.append(
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{slack.escape(answer.text)}*"}}
+    )
+    if links:
+        kept.append({"type": "actions", "elements": links})
     try:
         slack.update_message(channel, ref, text=answer.text, blocks=kept)
     except (slack.RetryableSendError, slack.SendRefused) as exc:
