@@ -10,6 +10,11 @@ that member (the audit's actor label says where: "otto (Slack)"); every refusal
 is audited (`chat.action_refused`, with why) and answered with a sentence the
 user sees.
 
+A click that may still ask for a reason (`Click.ask_reason`: Slack opens a modal)
+and whose decision needs one (a rejection; any decision of a high or critical
+call) is not decided: once the member may decide it, the answer `asks_reason`,
+and the decision comes back with the reason written.
+
 Callers run `act` inside `in_tenant(tenant)`.
 """
 
@@ -23,7 +28,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from approvals_app.store import ApprovalStore
+from approvals_app.store import REASON_REQUIRED_RISKS, ApprovalStore
 from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from tenancy_app.models import Membership
@@ -49,23 +54,58 @@ class Click:
     run_version: int | None
     reason: str = ""
     message_ts: str | None = None
+    # The channel can ask for a reason (a modal): do so rather than refuse without one.
+    ask_reason: bool = False
 
 
 @dataclass(frozen=True)
 class Answer:
-    """The outcome: decided (with the approval), or refused with `why`; `text` for the user."""
+    """The outcome: decided (with the approval), refused with `why`, or a reason to ask
+    for first (`asks_reason`); `text` for the user."""
 
     text: str
     why: str = ""
     approval: Any = None  # the decided ApprovalRequest
+    asks_reason: bool = False
 
     @property
     def decided(self) -> bool:
-        return not self.why
+        return self.approval is not None
 
 
 def act(tenant, channel: Channel, click: Click, *, origin: str) -> Answer:
-    """Decide `click` as the member its chat user is linked to, or refuse it (audited)."""
+    """Decide `click` as the member its chat user is linked to, or refuse it (audited),
+    or ask for the reason it needs (`Click.ask_reason`)."""
+    member = _member(tenant, channel, click, origin)
+    if isinstance(member, Answer):
+        return member
+    actor, name = member
+    if click.digest is None or click.run_version is None:
+        return _refuse(
+            tenant,
+            actor,
+            channel,
+            click,
+            "unbound",
+            "This message does not say which call it shows: open it in Stateroom.",
+        )
+    if click.decision not in CHAT_DECISIONS:
+        return _refuse(
+            tenant,
+            actor,
+            channel,
+            click,
+            "decision_not_offered",
+            "Only approve and reject are given from chat: open it in Stateroom.",
+        )
+    if click.ask_reason and not click.reason.strip() and _needs_reason(tenant, actor, click):
+        return Answer(text="This decision needs a reason.", asks_reason=True)
+    return _decide(tenant, actor, channel, click, origin, name)
+
+
+def _member(tenant, channel: Channel, click: Click, origin: str) -> tuple[Actor, str] | Answer:
+    """The member the chat user is linked to, as an actor who may decide, and their name;
+    or the refusal (audited)."""
     anonymous = Actor.system(f"{origin.lower()}:{click.external_user_id}"[:200])
     user_id = NotificationStore(tenant, anonymous, clock=CLOCK).linked_user(
         channel, click.external_user_id
@@ -101,25 +141,19 @@ def act(tenant, channel: Channel, click: Click, *, origin: str) -> Answer:
             "no_permission",
             "Your role cannot decide approvals (it needs the operator role).",
         )
-    if click.digest is None or click.run_version is None:
-        return _refuse(
-            tenant,
-            actor,
-            channel,
-            click,
-            "unbound",
-            "This message does not say which call it shows: open it in Stateroom.",
-        )
-    if click.decision not in CHAT_DECISIONS:
-        return _refuse(
-            tenant,
-            actor,
-            channel,
-            click,
-            "decision_not_offered",
-            "Only approve and reject are given from chat: open it in Stateroom.",
-        )
-    return _decide(tenant, actor, channel, click, origin, membership.user.get_username())
+    return actor, membership.user.get_username()
+
+
+def _needs_reason(tenant, actor: Actor, click: Click) -> bool:
+    """The store's reason rule (`_check_reason`), asked before the decision. An unknown
+    approval needs none here: the store refuses it."""
+    if click.decision == "reject":
+        return True
+    try:
+        approval = ApprovalStore(tenant, actor, clock=CLOCK).get(click.approval_id)
+    except NotFound:
+        return False
+    return approval.risk in REASON_REQUIRED_RISKS
 
 
 def _decide(tenant, actor: Actor, channel: Channel, click: Click, origin: str, name: str):
@@ -138,8 +172,10 @@ def _decide(tenant, actor: Actor, channel: Channel, click: Click, origin: str, n
     except Conflict as exc:
         return _refuse(tenant, actor, channel, click, exc.code, _conflict_text(exc))
     except Unprocessable as exc:
-        if "reason" in exc.details:
-            why, text = "reason_required", "This decision needs a reason: open it in Stateroom."
+        if exc.details.get("reason") == ["required"]:
+            why, text = "reason_required", "This decision needs a reason."
+        elif "reason" in exc.details:
+            why, text = "reason_invalid", f"The reason: {'; '.join(exc.details['reason'])}."
         elif exc.code == "decision_not_allowed":
             why, text = exc.code, f"The runtime cannot honour '{click.decision}' for this call."
         else:

@@ -4,7 +4,12 @@
 Slack app. It is not behind the console login: Slack signs each request
 (`X-Slack-Signature`, "v0=" + HMAC-SHA256 of "v0:{timestamp}:{body}" with the
 app's signing secret, the timestamp within five minutes), and a click is taken
-only as the member its Slack user is linked to (`chat_actions`).
+only as the member its Slack user is linked to (`chat_actions`). A click whose
+decision needs a reason opens a modal (`views.open` with the click's
+`trigger_id`); its `view_submission` comes back here, signed the same way, and is
+decided with the reason written: the modal closes (200, empty body) and the
+message shows the outcome, or it shows why not on the Reason field
+(`{"response_action": "errors", ...}`, the refusal audited).
 `POST /hooks/webhook/<tenant>/<channel_id>/` takes a Standard-Webhooks-signed
 JSON action from another chat tool, signed with the channel's secret.
 
@@ -100,18 +105,25 @@ def slack_action(request, slug: str, channel_id: str):
     payload = _slack_payload(request)
     if payload is None:
         return HttpResponse(status=400)
+    if payload.get("type") == "view_submission":
+        return _slack_submission(tenant, channel, payload)
     click = _slack_click(payload)
     if click is None:  # the link button, or another interaction: nothing to do
         return HttpResponse(status=200)
     with in_tenant(tenant):
         answer = act(tenant, channel, click, origin="Slack")
+    if answer.asks_reason:
+        return _ask_reason(channel, payload, click)
     if answer.decided:
-        _show_outcome(channel, payload, answer)
+        content, links = _message_parts((payload.get("message") or {}).get("blocks"))
+        _show_outcome(channel, _message_ref(payload), content, links, answer)
     else:
         _tell(payload.get("response_url"), answer.text)
-    return JsonResponse(
-        {"response_type": "ephemeral", "replace_original": False, "text": answer.text}
-    )
+    return _ephemeral(answer.text)
+
+
+def _ephemeral(text: str) -> JsonResponse:
+    return JsonResponse({"response_type": "ephemeral", "replace_original": False, "text": text})
 
 
 def _slack_payload(request) -> dict[str, Any] | None:
@@ -145,26 +157,100 @@ def _slack_click(payload: dict[str, Any]) -> Click | None:
         digest=_str_or_none(value.get("digest")),
         run_version=_int_or_none(value.get("run_version")),
         message_ts=_str_or_none(container.get("message_ts")),
+        ask_reason=True,
     )
 
 
-def _show_outcome(channel: Channel, payload: dict[str, Any], answer: Answer) -> None:
-    """Rewrite the clicked message with the outcome: its buttons go, the link stays."""
+def _message_ref(payload: dict[str, Any]) -> dict[str, Any]:
     container = payload.get("container") or {}
-    ref = {"channel": container.get("channel_id"), "ts": container.get("message_ts")}
-    if not ref["channel"] or not ref["ts"]:
-        return
-    kept, links = [], []
-    for block in (payload.get("message") or {}).get("blocks") or []:
-        if not isinstance(block, dict):
+    return {"channel": container.get("channel_id"), "ts": container.get("message_ts")}
+
+
+def _message_parts(blocks: Any) -> tuple[list[dict], list[dict]]:
+    """A message's blocks as (its content, its link buttons): what stays once decided."""
+    content, links = [], []
+    for block in blocks if isinstance(blocks, list) else []:
+        if not isinstance(block, dict) or block.get("type") == "input":
             continue
         if block.get("type") != "actions":
-            kept.append(block)
+            content.append(block)
         else:
             links += [e for e in block.get("elements") or [] if isinstance(e, dict) and "url" in e]
-    kept.append(
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{slack.escape(answer.text)}*"}}
+    return content, links
+
+
+def _ask_reason(channel: Channel, payload: dict[str, Any], click: Click) -> HttpResponse:
+    """Open the modal asking the reason of `click`, bound to the call and the message."""
+    ref = _message_ref(payload)
+    content, links = _message_parts((payload.get("message") or {}).get("blocks"))
+    metadata = {
+        "approval_id": click.approval_id,
+        "digest": click.digest,
+        "run_version": click.run_version,
+        "decision": click.decision,
+        "channel": ref["channel"],
+        "ts": ref["ts"],
+        "response_url": payload.get("response_url"),
+        "url": links[0]["url"] if links else None,
+    }
+    view = slack.reason_modal(click.decision, content, json.dumps(metadata, separators=(",", ":")))
+    try:
+        slack.open_view(channel, str(payload.get("trigger_id") or ""), view)
+    except (slack.RetryableSendError, slack.SendRefused) as exc:
+        logger.warning("could not open the Slack modal: %s", exc)
+        text = "Stateroom could not ask for the reason: open it in Stateroom."
+        _tell(payload.get("response_url"), text)
+        return _ephemeral(text)
+    return HttpResponse(status=200)
+
+
+def _slack_submission(tenant: Tenant, channel: Channel, payload: dict[str, Any]) -> HttpResponse:
+    """The modal's reason, submitted: decide with it (the modal closes), or say why not."""
+    view = payload.get("view") or {}
+    if view.get("callback_id") != slack.MODAL_CALLBACK:
+        return HttpResponse(status=200)
+    try:
+        meta = json.loads(view.get("private_metadata") or "")
+    except ValueError:
+        meta = None
+    meta = meta if isinstance(meta, dict) else {}
+    values = (view.get("state") or {}).get("values") or {}
+    reason = ((values.get(slack.REASON_BLOCK) or {}).get(slack.REASON_ACTION) or {}).get("value")
+    click = Click(
+        external_user_id=str((payload.get("user") or {}).get("id", "")),
+        approval_id=str(meta.get("approval_id") or ""),
+        decision=str(meta.get("decision") or ""),
+        digest=_str_or_none(meta.get("digest")),
+        run_version=_int_or_none(meta.get("run_version")),
+        reason=reason if isinstance(reason, str) else "",
+        message_ts=_str_or_none(meta.get("ts")),
     )
+    with in_tenant(tenant):
+        answer = act(tenant, channel, click, origin="Slack")
+    if not answer.decided:
+        return JsonResponse(
+            {"response_action": "errors", "errors": {slack.REASON_BLOCK: answer.text}}
+        )
+    content, _ = _message_parts(view.get("blocks"))
+    url = meta.get("url")
+    links = [slack.link_button(url)] if isinstance(url, str) and url else []
+    _show_outcome(
+        channel, {"channel": meta.get("channel"), "ts": meta.get("ts")}, content, links, answer
+    )
+    _tell(meta.get("response_url"), answer.text)
+    return HttpResponse(status=200)
+
+
+def _show_outcome(
+    channel: Channel, ref: dict[str, Any], content: list[dict], links: list[dict], answer: Answer
+) -> None:
+    """Rewrite the message with the outcome: its buttons go, the link stays."""
+    if not ref["channel"] or not ref["ts"]:
+        return
+    kept = [
+        *content,
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{slack.escape(answer.text)}*"}},
+    ]
     if links:
         kept.append({"type": "actions", "elements": links})
     try:

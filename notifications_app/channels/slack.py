@@ -7,9 +7,11 @@ destination: a private address only when STATEROOM_WEBHOOK_ALLOW lists it).
 A button's `value` binds the click to the call as shown (approval id, digest,
 run version): `notifications_app.interactions` takes it, as the linked member.
 
-Only a decision that needs no reason is offered as a button (approve, below high
-risk): a rejection and any decision of a high or critical call need a reason,
-so their button opens the approval in Stateroom instead.
+Approve and Reject are offered as buttons (each when the runtime allows it). A
+decision that needs a reason (a rejection; any decision of a high or critical
+call) is not taken by the click: it opens a modal (`reason_modal`, through
+`views.open`) with the message's content and a required "Reason", whose
+submission decides (`notifications_app.interactions`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from django.conf import settings
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from approvals_app.store import REASON_REQUIRED_RISKS
+from approvals_app.store import MAX_DECISION_REASON_LENGTH
 from stateroom import egress
 
 from .base import Message, RetryableSendError, SendRefused, Sent
@@ -36,6 +38,10 @@ RETRYABLE_ERRORS = frozenset(
 BUTTON_DECISIONS = ("approve", "reject")
 ACTION_PREFIX = "stateroom_"
 MAX_TEXT = 2900  # a section's text is at most 3000 characters
+# The modal asking for a decision's reason.
+MODAL_CALLBACK = "stateroom_decide"
+REASON_BLOCK = "stateroom_reason"
+REASON_ACTION = "reason"
 
 
 def client(channel, *, timeout: float = TIMEOUT_SECONDS) -> WebClient:
@@ -83,6 +89,11 @@ def update_message(channel, ref: dict[str, Any], *, text: str, blocks: list[dict
         text=text,
         blocks=blocks,
     )
+
+
+def open_view(channel, trigger_id: str, view: dict[str, Any]) -> None:
+    """`views.open`: show `view` to the user whose interaction gave `trigger_id`."""
+    _call(client(channel, timeout=2).views_open, trigger_id=trigger_id, view=view)
 
 
 def _call(method, **kwargs):
@@ -156,15 +167,18 @@ def _actions(message: Message, *, buttons: bool) -> list[dict[str, Any]]:
                     "value": value,
                 }
             )
-    elements.append(
-        {
-            "type": "button",
-            "action_id": ACTION_PREFIX + "open",
-            "text": _plain("Open in Stateroom"),
-            "url": message.url,
-        }
-    )
+    elements.append(link_button(message.url))
     return elements
+
+
+def link_button(url: str) -> dict[str, Any]:
+    """The button opening the approval in Stateroom (no decision is taken by following it)."""
+    return {
+        "type": "button",
+        "action_id": ACTION_PREFIX + "open",
+        "text": _plain("Open in Stateroom"),
+        "url": url,
+    }
 
 
 def decidable(message: Message) -> bool:
@@ -172,18 +186,40 @@ def decidable(message: Message) -> bool:
 
 
 def clickable(message: Message) -> list[str]:
-    """The decisions offered as buttons: allowed, and needing no reason (a rejection
-    always needs one, any decision of a high or critical call too)."""
-    return [
-        d
-        for d in BUTTON_DECISIONS
-        if d in message.allowed_decisions and not needs_reason(d, message.risk)
-    ]
+    """The decisions offered as buttons: those the runtime allows (one that needs a
+    reason asks for it in a modal)."""
+    return [d for d in BUTTON_DECISIONS if d in message.allowed_decisions]
 
 
-def needs_reason(decision: str, risk: str) -> bool:
-    """The store's rule (approvals_app.store.decide `_check_reason`), asked before a click."""
-    return decision == "reject" or risk in REASON_REQUIRED_RISKS
+def reason_modal(decision: str, shown: list[dict[str, Any]], metadata: str) -> dict[str, Any]:
+    """The modal asking the reason of `decision`: the message's content as shown (its
+    blocks but the buttons), then one required "Reason". `metadata` (at most 3000
+    characters) binds the submission to the call and the message."""
+    content = [b for b in shown if isinstance(b, dict) and b.get("type") != "actions"]
+    verb = decision.title()
+    return {
+        "type": "modal",
+        "callback_id": MODAL_CALLBACK,
+        "private_metadata": metadata,
+        "title": _plain(f"{verb} the call"),
+        "submit": _plain(verb),
+        "close": _plain("Cancel"),
+        "blocks": [
+            *content[:90],
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "label": _plain("Reason"),
+                "hint": _plain("Required to reject, and to decide high or critical risk."),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_ACTION,
+                    "multiline": True,
+                    "max_length": MAX_DECISION_REASON_LENGTH,
+                },
+            },
+        ],
+    }
 
 
 def escape(text: str) -> str:

@@ -1,10 +1,12 @@
 """A fake Slack on 127.0.0.1: the Web API methods Stateroom calls, and Slack's side of a click.
 
-`FakeSlack` answers `chat.postMessage` and `chat.update` as Slack does (a bearer
-token is checked; `{"ok": true, "channel", "ts"}`; `{"ok": false, "error": ...}`
-otherwise) and records every call; `response/<n>` takes what an app posts to a
-click's `response_url`. `click()` sends an interaction to Stateroom the way Slack
-does: form-encoded `payload=<json>`, signed with `X-Slack-Request-Timestamp` and
+`FakeSlack` answers `chat.postMessage`, `chat.update` and `views.open` as Slack
+does (a bearer token is checked; `{"ok": true, "channel", "ts"}` or
+`{"ok": true, "view": {...}}`; `{"ok": false, "error": ...}` otherwise) and
+records every call (an opened modal in `views`); `response/<n>` takes what an app
+posts to a click's `response_url`. `click()` and `submit()` (a modal's
+`view_submission`) send an interaction to Stateroom the way Slack does:
+form-encoded `payload=<json>`, signed with `X-Slack-Request-Timestamp` and
 `X-Slack-Signature` ("v0=" + HMAC-SHA256 of "v0:{timestamp}:{body}").
 """
 
@@ -30,6 +32,7 @@ class FakeSlack:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.responses: list[dict[str, Any]] = []
+        self.views: list[dict[str, Any]] = []  # the modals opened, as Slack holds them
         # The next Web API answers to give instead (status, body), e.g. (429, {...}).
         self.fail_next: list[tuple[int, dict[str, Any]]] = []
         self._ts = itertools.count(1)
@@ -79,7 +82,23 @@ class FakeSlack:
                     return 200, {"ok": False, "error": "message_not_found"}
                 self.messages[key] = {"text": args.get("text"), "blocks": args.get("blocks")}
                 return 200, {"ok": True, "channel": key[0], "ts": key[1]}
+            if method == "views.open":
+                return self._open_view(args)
             return 200, {"ok": False, "error": "unknown_method"}
+
+    def _open_view(self, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        view = args.get("view")
+        if not args.get("trigger_id") or not isinstance(view, dict):
+            return 200, {"ok": False, "error": "invalid_arguments"}
+        if view.get("type") != "modal" or len(view.get("private_metadata", "")) > 3000:
+            return 200, {"ok": False, "error": "invalid_arguments"}
+        # Slack gives every block a block_id, and the view an id and a state.
+        blocks = [
+            {"block_id": f"blk{n}", **block} for n, block in enumerate(view.get("blocks", []))
+        ]
+        held = {**view, "id": f"V{len(self.views) + 1}", "blocks": blocks, "state": {"values": {}}}
+        self.views.append(held)
+        return 200, {"ok": True, "view": held}
 
     def _handler(self):
         fake = self
@@ -154,6 +173,41 @@ class FakeSlack:
             "response_url": f"{self.base}response/{ts}",
             "trigger_id": "1.2.3",
             "actions": [action],
+        }
+        return self.post_signed(
+            url, urlencode({"payload": json.dumps(payload)}), timestamp=timestamp, secret=secret
+        )
+
+    def submit(
+        self,
+        url: str,
+        *,
+        user_id: str,
+        reason: str | None,
+        view: dict[str, Any] | None = None,
+        timestamp: int | None = None,
+        secret: str | None = None,
+    ) -> httpx.Response:
+        """Submit the modal `view` (the last opened unless given) as Slack user `user_id`,
+        `reason` written in its input (None: left empty, as Slack sends it)."""
+        view = self.views[-1] if view is None else view
+        values = {
+            block["block_id"]: {
+                block["element"]["action_id"]: {
+                    "type": block["element"]["type"],
+                    "value": reason,
+                }
+            }
+            for block in view["blocks"]
+            if block["type"] == "input"
+        }
+        payload = {
+            "type": "view_submission",
+            "team": {"id": "T1", "domain": "acme"},
+            "user": {"id": user_id, "username": user_id.lower(), "team_id": "T1"},
+            "api_app_id": "A1",
+            "trigger_id": "4.5.6",
+            "view": {**view, "state": {"values": values}},
         }
         return self.post_signed(
             url, urlencode({"payload": json.dumps(payload)}), timestamp=timestamp, secret=secret

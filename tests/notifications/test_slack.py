@@ -65,8 +65,13 @@ def test_send_posts_block_kit_with_an_approve_button_bound_to_the_call(
     assert "Refund 12.00 EUR to ops@example.com" in text
     assert "*to*\\nops@example.com" in text and "*amount*\\n1200" in text
     found = buttons(blocks)
-    # A rejection needs a reason: only the approval is a click; the link is always there.
-    assert set(found) == {"stateroom_approve", "stateroom_open"}
+    # Approve and Reject as the runtime allows them; the link is always there.
+    assert set(found) == {"stateroom_approve", "stateroom_reject", "stateroom_open"}
+    assert found["stateroom_reject"]["value"] == found["stateroom_approve"]["value"]
+    assert (found["stateroom_approve"]["style"], found["stateroom_reject"]["style"]) == (
+        "primary",
+        "danger",
+    )
     assert found["stateroom_open"]["url"] == message.url
     assert json.loads(found["stateroom_approve"]["value"]) == {
         "approval_id": "apr-1",
@@ -81,9 +86,8 @@ def test_send_posts_block_kit_with_an_approve_button_bound_to_the_call(
     [
         {"recipient_can_decide": False},
         {"status": "approved"},
-        {"risk": "high"},
-        {"risk": "critical"},
-        {"allowed_decisions": ["edit", "respond", "reject"]},
+        {"outcome": "Rejected by ada in Stateroom."},
+        {"allowed_decisions": ["edit", "respond"]},
     ],
 )
 def test_no_decision_button_when_a_click_cannot_decide(fake_slack, tenant_a, operator_a, change):
@@ -349,22 +353,25 @@ def test_an_edit_is_not_given_from_chat(live_server, fake_slack, tenant_a, opera
     refused(tenant_a, "decision_not_offered")
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(("risk", "action"), [("high", "approve"), ("low", "reject")])
-def test_a_decision_that_needs_a_reason_is_not_one_click(
-    live_server, fake_slack, tenant_a, operator_a, risk, action
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("risk", "allowed", "shown"),
+    [
+        ("high", ["approve", "reject"], {"stateroom_approve", "stateroom_reject"}),
+        ("critical", ["approve", "reject"], {"stateroom_approve", "stateroom_reject"}),
+        ("low", ["reject", "edit"], {"stateroom_reject"}),
+        ("low", ["approve", "edit"], {"stateroom_approve"}),
+    ],
+)
+def test_approve_for_every_risk_and_reject_as_allowed(
+    fake_slack, tenant_a, operator_a, risk, allowed, shown
 ):
-    channel, _row, message, where = delivered(
-        fake_slack, tenant_a, operator_a, live_server.url, risk=risk
-    )
-    value = json.dumps(
-        {"approval_id": "apr-1", "digest": message.digest, "run_version": message.run_version}
-    )
-    text = click_as(
-        live_server, fake_slack, tenant_a, channel, where, "U0OTTO", action, value=value
-    )
-    assert text == "This decision needs a reason: open it in Stateroom."
-    refused(tenant_a, "reason_required")
+    channel = slack_channel(tenant_a)
+    approval = pending(tenant_a, risk=risk)
+    row = notification(tenant_a, channel, approval, operator_a, "U0OTTO")
+    slack.send(channel, row, message_of(tenant_a, approval, BASE, allowed_decisions=allowed))
+    (call,) = fake_slack.calls_of("chat.postMessage")
+    assert set(buttons(call["blocks"])) == shown | {"stateroom_open"}
 
 
 @pytest.mark.django_db(transaction=True)
