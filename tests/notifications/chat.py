@@ -18,6 +18,7 @@ from django.utils import timezone
 from approvals_app.models import ApprovalRequest
 from approvals_app.store import ApprovalStore
 from audit_app.models import AuditEvent
+from notifications_app.channels import slack
 from notifications_app.channels.base import Message
 from notifications_app.models import Notification
 from notifications_app.store import NotificationStore
@@ -129,6 +130,33 @@ def approval_row(tenant, approval_id: str = "apr-1") -> ApprovalRequest:
 def events(tenant, action: str) -> list[AuditEvent]:
     with in_tenant(tenant):
         return list(AuditEvent.objects.filter(tenant=tenant, action=action).order_by("seq"))
+
+
+def buttons(blocks) -> dict[str, dict]:
+    """The buttons of a Slack message's actions blocks, by action_id."""
+    return {
+        element["action_id"]: element
+        for block in blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+    }
+
+
+def delivered(fake_slack, tenant, user, base_url, external_user_id="U0OTTO", **approval_kw):
+    """A Slack channel, `user` linked as `external_user_id`, a pending approval, and its
+    message delivered to them: (channel, notification, message, (where, ts))."""
+    channel = slack_channel(tenant)
+    link(tenant, channel, external_user_id, user)
+    approval = pending(tenant, **approval_kw)
+    row = notification(tenant, channel, approval, user, external_user_id)
+    message = message_of(tenant, approval, base_url)
+    ref = slack.send(channel, row, message).external_ref
+    sent(tenant, row, ref)
+    return channel, row, message, (ref["channel"], ref["ts"])
+
+
+def hook_url(live_server, tenant, channel) -> str:
+    return f"{live_server.url}/hooks/slack/{tenant.slug}/{channel.channel_id}/"
 
 
 class Receiver:

@@ -18,9 +18,11 @@ from tenancy_app.scoping import in_tenant
 
 from .chat import (
     approval_row,
+    buttons,
+    delivered,
     events,
     fake_slack_fixture,  # noqa: F401 (the fixture `fake_slack`)
-    link,
+    hook_url,
     message_of,
     notification,
     pending,
@@ -29,15 +31,6 @@ from .chat import (
 )
 
 BASE = "https://stateroom.example"
-
-
-def buttons(blocks) -> dict[str, dict]:
-    return {
-        element["action_id"]: element
-        for block in blocks
-        if block["type"] == "actions"
-        for element in block["elements"]
-    }
 
 
 @pytest.mark.django_db
@@ -187,23 +180,6 @@ def test_update_rewrites_the_message_with_the_outcome_and_no_buttons(
 
 
 # --- a click, end to end ------------------------------------------------------------
-
-
-def delivered(fake_slack, tenant, user, base_url, external_user_id="U0OTTO", **approval_kw):
-    """A Slack channel, `user` linked as `external_user_id`, a pending approval, and its
-    message delivered to them: (channel, notification, message, (where, ts))."""
-    channel = slack_channel(tenant)
-    link(tenant, channel, external_user_id, user)
-    approval = pending(tenant, **approval_kw)
-    row = notification(tenant, channel, approval, user, external_user_id)
-    message = message_of(tenant, approval, base_url)
-    ref = slack.send(channel, row, message).external_ref
-    sent(tenant, row, ref)
-    return channel, row, message, (ref["channel"], ref["ts"])
-
-
-def hook_url(live_server, tenant, channel) -> str:
-    return f"{live_server.url}/hooks/slack/{tenant.slug}/{channel.channel_id}/"
 
 
 @pytest.mark.django_db(transaction=True)
