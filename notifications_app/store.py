@@ -367,6 +367,53 @@ class NotificationStore(BaseStore):
                 .update(status=NotificationStatus.SKIPPED, detail=detail[:MAX_DETAIL])
             )
 
+    # --- answers given from chat (notifications_app.chat_actions) -------------
+    def action_refused(
+        self,
+        *,
+        channel: Channel,
+        why: str,
+        approval_id: str = "",
+        decision: str = "",
+        external_user_id: str = "",
+    ) -> None:
+        """Audit a click (or a chat tool's action) that decided nothing, and why."""
+        with self.atomic():
+            self.audit(
+                "chat.action_refused",
+                target_type="approval" if approval_id else "channel",
+                target_id=approval_id or channel.channel_id,
+                after={
+                    "why": why,
+                    "channel_id": channel.channel_id,
+                    "channel_kind": channel.kind,
+                    "decision": decision,
+                    "external_user_id": external_user_id,
+                },
+            )
+
+    def acted(
+        self,
+        *,
+        channel: Channel,
+        approval_id: str,
+        action: str,
+        acted_by: str,
+        recipient_id: int | None = None,
+        message_ts: str | None = None,
+    ) -> int:
+        """Record an answer given from a message on its notification(s): the one at
+        `message_ts` (Slack), else the recipient's. Returns how many rows."""
+        rows = Notification.objects.filter(
+            tenant=self.tenant, channel=channel, approval_id=approval_id
+        )
+        if message_ts:
+            rows = rows.filter(external_ref__ts=message_ts)
+        elif recipient_id is not None:
+            rows = rows.filter(recipient_id=recipient_id)
+        with self.atomic():
+            return rows.update(acted_at=self.now(), acted_by=acted_by[:200], action=action)
+
 
 def _described(channel: Channel) -> dict[str, Any]:
     """What the audit log keeps of a channel: never its secrets, only whether they are set."""

@@ -327,6 +327,8 @@ STATEROOM_API_RATE = os.environ.get("STATEROOM_API_RATE") or None  # e.g. "100/s
 # Webhook destinations that may be private anyway (CIDR networks or host names);
 # everything else must resolve to public addresses only (stateroom.egress).
 STATEROOM_WEBHOOK_ALLOW = env_list("STATEROOM_WEBHOOK_ALLOW")
+# Slack's Web API (notifications_app.channels.slack); checked like a webhook destination.
+STATEROOM_SLACK_API_URL = os.environ.get("STATEROOM_SLACK_API_URL") or "https://slack.com/api/"
 
 # --- Notifications (notifications_app) ----------------------------------------
 # Where people open the console: the deep link in every email and chat message.

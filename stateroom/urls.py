@@ -9,6 +9,8 @@ urlpatterns = [
     # Any other path under /api/ is the API's 404 in its error shape, also with DEBUG on
     # (where Django would answer a resolver miss with its HTML debug page).
     re_path(r"^api/", views.api_not_found),
+    # Signed answers from chat (Slack's buttons, a webhook channel's actions).
+    path("hooks/", include("notifications_app.urls")),
     path("", include("console_app.urls")),
 ]
 
