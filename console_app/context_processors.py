@@ -20,6 +20,7 @@ from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from tenancy_app.login import CODE_DIGITS
 from tenancy_app.store import MAX_HOLD_REASON_LENGTH, MAX_TOKEN_NAME_LENGTH, MAX_WEBHOOK_URL_LENGTH
 
+from .selectors.assignment import assigned_to_me
 from .views.search import MAX_QUERY
 
 # Every `maxlength` of a console form, from the one definition of its rule (the store that
@@ -58,7 +59,34 @@ def pending_approvals(request):
     if user is None or not user.is_authenticated:
         return {}
     tenant = getattr(request, "tenant", None)
-    return {"pending_approvals_count": _pending_approvals_count(request, tenant)}
+    return {
+        "pending_approvals_count": _pending_approvals_count(request, tenant),
+        "assigned": _Assigned(request, tenant),
+    }
+
+
+class _Assigned:
+    """The nav's "Mine" badge: pending approvals asked of me (by name or through my
+    groups) and the newest one's pk; one query, made only where the template shows it."""
+
+    def __init__(self, request, tenant):
+        self.request, self.tenant, self._found = request, tenant, None
+
+    def _read(self) -> tuple[int, int]:
+        if self._found is None:
+            self._found = (0, 0)
+            if self.tenant is not None and get_scope().get("tenant") == self.tenant:
+                inbox = ApprovalStore(self.tenant, Actor.from_request(self.request)).inbox()
+                self._found = assigned_to_me(self.tenant, self.request.user.pk, inbox)
+        return self._found
+
+    @property
+    def count(self) -> int:
+        return self._read()[0]
+
+    @property
+    def newest(self) -> int:
+        return self._read()[1]
 
 
 def _pending_approvals_count(request, tenant):
