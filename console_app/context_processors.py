@@ -8,19 +8,17 @@ from approvals_app.store import (
     MAX_DECISION_REASON_LENGTH,
     MAX_RESPONSE_LENGTH,
     MAX_TOOL_NAME_LENGTH,
-    ApprovalStore,
 )
 from effects_app.store import MAX_SETTLE_REASON_LENGTH
 from runs_app.store import MAX_REASON_LENGTH as MAX_RUN_REASON_LENGTH
 from runs_app.store import STRING_LIMITS as RUN_STRING_LIMITS
 from sessions_app.store import MAX_REASON_LENGTH as MAX_SESSION_REASON_LENGTH
 from sessions_app.store import MAX_USER_ID_LENGTH
-from stateroom.actor import Actor
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from tenancy_app.login import CODE_DIGITS
 from tenancy_app.store import MAX_HOLD_REASON_LENGTH, MAX_TOKEN_NAME_LENGTH, MAX_WEBHOOK_URL_LENGTH
 
-from .selectors.assignment import assigned_to_me
+from .selectors.assignment import Badge, request_badge
 from .views.search import MAX_QUERY
 
 # Every `maxlength` of a console form, from the one definition of its rule (the store that
@@ -67,26 +65,25 @@ def pending_approvals(request):
 
 class _Assigned:
     """The nav's "Mine" badge: pending approvals asked of me (by name or through my
-    groups) and the newest one's pk; one query, made only where the template shows it."""
+    groups) and the newest one's pk, read with the pending count (one query)."""
 
     def __init__(self, request, tenant):
-        self.request, self.tenant, self._found = request, tenant, None
+        self.request, self.tenant = request, tenant
 
-    def _read(self) -> tuple[int, int]:
-        if self._found is None:
-            self._found = (0, 0)
-            if self.tenant is not None and get_scope().get("tenant") == self.tenant:
-                inbox = ApprovalStore(self.tenant, Actor.from_request(self.request)).inbox()
-                self._found = assigned_to_me(self.tenant, self.request.user.pk, inbox)
-        return self._found
+    def _badge(self) -> Badge | None:
+        if self.tenant is None or get_scope().get("tenant") != self.tenant:
+            return None
+        return request_badge(self.request)
 
     @property
     def count(self) -> int:
-        return self._read()[0]
+        found = self._badge()
+        return found.mine if found else 0
 
     @property
     def newest(self) -> int:
-        return self._read()[1]
+        found = self._badge()
+        return found.newest if found else 0
 
 
 def _pending_approvals_count(request, tenant):
@@ -109,5 +106,5 @@ def _pending_approvals_count(request, tenant):
 def _count(request, tenant) -> int | None:
     if tenant is None or get_scope().get("tenant") != tenant:
         return None
-    # What the inbox lists: pending approvals that can still happen.
-    return ApprovalStore(tenant, Actor.from_request(request)).inbox().count()
+    # What the inbox lists: pending approvals that can still happen (with the "Mine" badge).
+    return request_badge(request).pending

@@ -8,7 +8,7 @@ from django import forms
 class ReassignForm(forms.Form):
     user_ids = forms.TypedMultipleChoiceField(coerce=int, required=False)
     group_ids = forms.TypedMultipleChoiceField(coerce=int, required=False)
-    reason = forms.CharField(required=False, max_length=1000)
+    reason = forms.CharField(required=False)  # the store clips it (decision_reason)
 
     def __init__(self, *args, members: list, groups: list, **kwargs):
         super().__init__(*args, **kwargs)

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Count, Max, Q, QuerySet
 
+from approvals_app.store import ApprovalStore
 from audit_app.store import AuditStore
 from notifications_app.store import NotificationStore
 from stateroom.actor import Actor
@@ -38,14 +39,30 @@ def assigned_filter(tenant, user_id: int, view: str) -> Q:
     return Q()
 
 
-def assigned_to_me(tenant, user_id: int, inbox: QuerySet) -> tuple[int, int]:
-    """(how many pending approvals are asked of me, the newest one's pk): one query."""
-    found = (
-        inbox.order_by()
-        .filter(assigned_filter(tenant, user_id, "mine"))
-        .aggregate(count=Count("pk"), newest=Max("pk"))
+@dataclass(frozen=True)
+class Badge:
+    pending: int  # every approval the inbox lists
+    mine: int  # those asked of me (by name or through my groups)
+    newest: int  # the newest of mine (its pk), 0 without one
+
+
+def badge(tenant, user_id: int, inbox: QuerySet) -> Badge:
+    """The nav's counts: one query."""
+    mine = assigned_filter(tenant, user_id, "mine")
+    found = inbox.order_by().aggregate(
+        pending=Count("pk"), mine=Count("pk", filter=mine), newest=Max("pk", filter=mine)
     )
-    return found["count"], found["newest"] or 0
+    return Badge(found["pending"], found["mine"], found["newest"] or 0)
+
+
+def request_badge(request) -> Badge:
+    """`badge` of the request's user, read once a request (the inbox and the nav share it)."""
+    found = getattr(request, "_stateroom_badge", None)
+    if found is None:
+        inbox = ApprovalStore(request.tenant, Actor.from_request(request)).inbox()
+        found = badge(request.tenant, request.user.pk, inbox)
+        request._stateroom_badge = found
+    return found
 
 
 def name_assignees(tenant, approvals: list) -> None:

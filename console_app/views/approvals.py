@@ -30,8 +30,8 @@ from console_app.selectors.approvals import around_approval
 from console_app.selectors.assignment import (
     VIEWS,
     assigned_filter,
-    assigned_to_me,
     name_assignees,
+    request_badge,
     trail,
 )
 from console_app.views.assignment import reassign_form
@@ -102,7 +102,7 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
     store = _store(request)
     params = request.GET if request.method == "GET" else request.POST
     q = params.get("q", "").strip()[:200]
-    view = inbox_view(request, store, params.get("view", ""))
+    view = inbox_view(request, params.get("view", ""))
     mine = assigned_filter(request.tenant, request.user.pk, view)
     rows = list(_search(store.inbox().filter(mine), q)[: INBOX_LIMIT + 1])
     fingerprint = _fingerprint(rows)
@@ -150,15 +150,13 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
     )
 
 
-def inbox_view(request: HttpRequest, store: ApprovalStore, asked: str) -> str:
+def inbox_view(request: HttpRequest, asked: str) -> str:
     """`?view=` (mine, groups, all). Without one: "mine" for someone who decides and has
     anything pending asked of them (by name or through a group), else "all"."""
     if asked in VIEWS:
         return asked
-    if request.membership.can(Permission.DECIDE):
-        count, _newest = assigned_to_me(request.tenant, request.user.pk, store.inbox())
-        if count:
-            return "mine"
+    if request.membership.can(Permission.DECIDE) and request_badge(request).mine:
+        return "mine"
     return "all"
 
 

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals_app.store import ApprovalStore
 from console_app.forms.assignment import ReassignForm
-from console_app.selectors.assignment import assigned_to_me
+from console_app.selectors.assignment import request_badge
 from console_app.selectors.routing import people
 from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
@@ -97,6 +97,6 @@ def reassign(request, approval_id: str):
 @require_GET
 def assigned_count(request):
     """The nav badge of pending approvals asked of me (htmx polls it every 20 s)."""
-    count, newest = assigned_to_me(request.tenant, request.user.pk, _store(request).inbox())
-    context = {"assigned_count": count, "assigned_newest": newest}
+    found = request_badge(request)
+    context = {"assigned_count": found.mine, "assigned_newest": found.newest}
     return render(request, "console/approvals/_assigned_badge.html", context)
