@@ -8,18 +8,17 @@ from approvals_app.store import (
     MAX_DECISION_REASON_LENGTH,
     MAX_RESPONSE_LENGTH,
     MAX_TOOL_NAME_LENGTH,
-    ApprovalStore,
 )
 from effects_app.store import MAX_SETTLE_REASON_LENGTH
 from runs_app.store import MAX_REASON_LENGTH as MAX_RUN_REASON_LENGTH
 from runs_app.store import STRING_LIMITS as RUN_STRING_LIMITS
 from sessions_app.store import MAX_REASON_LENGTH as MAX_SESSION_REASON_LENGTH
 from sessions_app.store import MAX_USER_ID_LENGTH
-from stateroom.actor import Actor
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from tenancy_app.login import CODE_DIGITS
 from tenancy_app.store import MAX_HOLD_REASON_LENGTH, MAX_TOKEN_NAME_LENGTH, MAX_WEBHOOK_URL_LENGTH
 
+from .selectors.assignment import Badge, request_badge
 from .views.search import MAX_QUERY
 
 # Every `maxlength` of a console form, from the one definition of its rule (the store that
@@ -58,7 +57,33 @@ def pending_approvals(request):
     if user is None or not user.is_authenticated:
         return {}
     tenant = getattr(request, "tenant", None)
-    return {"pending_approvals_count": _pending_approvals_count(request, tenant)}
+    return {
+        "pending_approvals_count": _pending_approvals_count(request, tenant),
+        "assigned": _Assigned(request, tenant),
+    }
+
+
+class _Assigned:
+    """The nav's "Mine" badge: pending approvals asked of me (by name or through my
+    groups) and the newest one's pk, read with the pending count (one query)."""
+
+    def __init__(self, request, tenant):
+        self.request, self.tenant = request, tenant
+
+    def _badge(self) -> Badge | None:
+        if self.tenant is None or get_scope().get("tenant") != self.tenant:
+            return None
+        return request_badge(self.request)
+
+    @property
+    def count(self) -> int:
+        found = self._badge()
+        return found.mine if found else 0
+
+    @property
+    def newest(self) -> int:
+        found = self._badge()
+        return found.newest if found else 0
 
 
 def _pending_approvals_count(request, tenant):
@@ -81,5 +106,5 @@ def _pending_approvals_count(request, tenant):
 def _count(request, tenant) -> int | None:
     if tenant is None or get_scope().get("tenant") != tenant:
         return None
-    # What the inbox lists: pending approvals that can still happen.
-    return ApprovalStore(tenant, Actor.from_request(request)).inbox().count()
+    # What the inbox lists: pending approvals that can still happen (with the "Mine" badge).
+    return request_badge(request).pending

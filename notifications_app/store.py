@@ -367,6 +367,14 @@ class NotificationStore(BaseStore):
                 .update(status=NotificationStatus.SKIPPED, detail=detail[:MAX_DETAIL])
             )
 
+    def recent_tests(self, channel: Channel, *, limit: int = 5):
+        """The channel's latest test messages, newest first (its page shows how they went)."""
+        return list(
+            Notification.objects.filter(tenant=self.tenant, channel=channel, kind="test")
+            .select_related("recipient")
+            .order_by("-id")[:limit]
+        )
+
     # --- answers given from chat (notifications_app.chat_actions) -------------
     def action_refused(
         self,

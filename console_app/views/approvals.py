@@ -27,6 +27,14 @@ from approvals_app.store import ApprovalStore
 from console_app.forms.approvals import DecisionForm, HistoryFilterForm
 from console_app.presentation import argument_tree, arguments_problem, key_values, schema_changes
 from console_app.selectors.approvals import around_approval
+from console_app.selectors.assignment import (
+    VIEWS,
+    assigned_filter,
+    name_assignees,
+    request_badge,
+    trail,
+)
+from console_app.views.assignment import reassign_form
 from stateroom.actor import Actor
 from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
@@ -76,7 +84,11 @@ def quick_approvable(tenant, approval, *, fits: bool | None = None) -> bool:
 
 def _fingerprint(rows) -> str:
     """What the rows show that can change (the countdowns tick in the browser)."""
-    parts = "|".join(f"{a.pk}:{a.first_approved_by_id}:{a.run.version}" for a in rows)
+    parts = "|".join(
+        f"{a.pk}:{a.first_approved_by_id}:{a.run.version}:{a.assigned_user_ids}:"
+        f"{a.assigned_group_ids}"
+        for a in rows
+    )
     return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
@@ -90,11 +102,14 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
     store = _store(request)
     params = request.GET if request.method == "GET" else request.POST
     q = params.get("q", "").strip()[:200]
-    rows = list(_search(store.inbox(), q)[: INBOX_LIMIT + 1])
+    view = inbox_view(request, params.get("view", ""))
+    mine = assigned_filter(request.tenant, request.user.pk, view)
+    rows = list(_search(store.inbox().filter(mine), q)[: INBOX_LIMIT + 1])
     fingerprint = _fingerprint(rows)
     if request.method == "GET" and wants_fragment(request) and params.get("fp") == fingerprint:
         return HttpResponse(status=204)
     seen = parse_cursor(params.get("seen"))
+    name_assignees(request.tenant, rows)
     for approval in rows:
         approval.digest = store.digest(approval)
         approval.key_values = key_values(approval)
@@ -121,6 +136,8 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
             "approvals": shown,
             "truncated": len(rows) > INBOX_LIMIT,
             "q": q,
+            "view": view,
+            "views": VIEWS,
             "can_decide": request.membership.can(Permission.DECIDE),
             "notice": notice,
             "notice_kind": notice_kind,
@@ -131,6 +148,16 @@ def inbox_page(request: HttpRequest, *, notice: str = "", notice_kind: str = "ok
         },
         fragment="rows",
     )
+
+
+def inbox_view(request: HttpRequest, asked: str) -> str:
+    """`?view=` (mine, groups, all). Without one: "mine" for someone who decides and has
+    anything pending asked of them (by name or through a group), else "all"."""
+    if asked in VIEWS:
+        return asked
+    if request.membership.can(Permission.DECIDE) and request_badge(request).mine:
+        return "mine"
+    return "all"
 
 
 # `?status=` on the inbox (which shows pending only) means a history tab.
@@ -294,7 +321,12 @@ def _detail(request: HttpRequest, approval: ApprovalRequest, *, form=None, statu
     asked_errors = _paths(store.asked_argument_errors(approval), "arguments") if pending else []
     # Offered only if it can still happen: its session live, its content not deleted.
     live = store.can_still_happen(approval)
+    name_assignees(request.tenant, [approval])
+    can_reassign = pending and live and request.membership.can(Permission.DECIDE)
     context = {
+        "trail": trail(request.tenant, actor, approval),
+        "can_reassign": can_reassign,
+        "reassign_form": reassign_form(request) if can_reassign else None,
         "nav": "approvals",
         "approval": approval,
         "run": run,

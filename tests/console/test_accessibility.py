@@ -39,6 +39,7 @@ PAGES_FOR_ALL = [
     "/t/acme/audit/",
     "/t/acme/search/?q=order",
     "/t/acme/no-such-page/",
+    "/t/acme/preferences/",
 ]
 PAGES_FOR_OPERATORS = [
     "/t/acme/runs/{run}/suspend",
@@ -50,6 +51,13 @@ PAGES_FOR_ADMINS = [
     "/t/acme/settings/members/",
     "/t/acme/settings/tokens/",
     "/t/acme/settings/retention/",
+    "/t/acme/settings/groups/",
+    "/t/acme/settings/groups/new",
+    "/t/acme/settings/routing/",
+    "/t/acme/settings/routing/new",
+    "/t/acme/settings/routing/preview?tool_name=x&risk=low",
+    "/t/acme/settings/channels/",
+    "/t/acme/settings/channels/new/slack",
     "/t/acme/sessions/bulk?action=close",
     "/t/acme/sessions/{session}/close",
     "/t/acme/sessions/closed-1/delete",

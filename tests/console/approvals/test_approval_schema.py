@@ -197,5 +197,6 @@ def test_the_page_with_a_schema_costs_no_query_more(
 ):
     pending(tenant_a, schema=schema)
     client = login(operator_a)
-    with django_assert_num_queries(queries(14)):
+    # + the notification trail (2) and the reassign form (2).
+    with django_assert_num_queries(queries(18)):
         assert client.get(detail_url("a-1")).status_code == 200
