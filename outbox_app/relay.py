@@ -42,15 +42,29 @@ BATCH = 100
 KEEP_SENT = timedelta(days=1)
 
 
-def enqueue(*, tenant: Tenant, task: str, args: list[Any], kwargs: dict | None = None) -> int:
-    """Write a job for `task` into the caller's transaction; it is published after the commit."""
+def enqueue(
+    *,
+    tenant: Tenant,
+    task: str,
+    args: list[Any],
+    kwargs: dict | None = None,
+    right_away: bool = True,
+) -> int:
+    """Write a job for `task` into the caller's transaction; it is published after the commit.
+
+    `right_away=False`: not by the committing thread but by the relay, within its
+    interval (beat's `relay_outbox`, 5 s): for jobs a person waits on anyway (the
+    notices of an approval), so the request that writes them does not pay the
+    broker's round trip. In eager mode every job runs right after the commit.
+    """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("jobs are enqueued inside the transaction of the change")
     message = OutboxMessage.objects.create(
         tenant=tenant, task=task, args=args, kwargs=kwargs or {}, created_at=timezone.now()
     )
     message_id = message.pk
-    transaction.on_commit(lambda: publish_committed(tenant, [message_id]))
+    if right_away or _eager():
+        transaction.on_commit(lambda: publish_committed(tenant, [message_id]))
     return message_id
 
 

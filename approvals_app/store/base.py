@@ -278,6 +278,9 @@ class ApprovalBase(BaseStore):
             tenant=self.tenant,
             task=APPROVAL_NOTICE_TASK,
             args=[self.tenant.pk, approval.approval_id, kind, ref],
+            # The relay publishes it (within 5 s): the runtime's request does not wait on
+            # the broker for a person's notice.
+            right_away=False,
         )
 
     def _tell_people(self, approval: ApprovalRequest) -> None:

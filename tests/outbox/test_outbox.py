@@ -91,6 +91,26 @@ def test_broker_down_the_change_commits_and_its_job_waits(tenant_a):
         assert DeletionStore(tenant_a, ADMIN).get(deletion.deletion_id).status == "queued"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_job_not_wanted_right_away_is_left_to_the_relay(tenant_a):
+    """`right_away=False` (an approval's notices): the committing thread does not publish it;
+    the relay does, and a broker outage then leaves it waiting, as any job."""
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    with producing_to(closed, "nowhere"):
+        with in_tenant(tenant_a):
+            relay.enqueue(
+                tenant=tenant_a,
+                task="approvals_app.tasks.approval_notice",
+                args=[1],
+                right_away=False,
+            )
+        [row] = relay.waiting(tenant_a)
+        assert row.attempts == 0  # nobody tried to publish it at the commit
+        assert relay.relay_all() == 0
+    [row] = relay.waiting(tenant_a)
+    assert row.attempts == 1  # the relay did, and it waits for the broker
+
+
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_redis_stopped_then_started_the_job_runs_exactly_once(tenant_a):
