@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from tenancy_app.models import Tenant
-from tenancy_app.scoping import in_tenant
+from tenancy_app.scoping import as_a_job, in_tenant
 
 from .models import OutboxMessage
 
@@ -73,10 +73,11 @@ def publish_committed(tenant: Tenant, ids: list[int]) -> None:
     if _eager():
         with in_tenant(tenant):
             rows = list(_claim(tenant, ids))
-        for row in rows:
-            _celery_task(row.task).apply_async(
-                args=row.args, kwargs=row.kwargs, task_id=_task_id(row)
-            )
+        with as_a_job():  # not under the committing caller's in_tenant(atomic=False)
+            for row in rows:
+                _celery_task(row.task).apply_async(
+                    args=row.args, kwargs=row.kwargs, task_id=_task_id(row)
+                )
         return
     if not settings.STATEROOM_OUTBOX_PUBLISH_ON_COMMIT:
         return

@@ -18,7 +18,7 @@ from stateroom.sql import tenant_block
 
 from .models import Tenant
 
-__all__ = ["in_tenant", "read_in_chunks", "scopes_disabled", "tenant_transaction"]
+__all__ = ["as_a_job", "in_tenant", "read_in_chunks", "scopes_disabled", "tenant_transaction"]
 
 Row = TypeVar("Row")
 
@@ -52,6 +52,20 @@ def in_tenant(tenant: Tenant, *, atomic: bool = True) -> Iterator[None]:
             connection = connections[DEFAULT_DB_ALIAS]
             with connection.execute_wrapper(_refuse_outside_a_transaction):
                 yield
+
+
+@contextmanager
+def as_a_job() -> Iterator[None]:
+    """Run a job in-process (eager mode, right after a commit) as a worker would: without
+    the committing caller's `in_tenant(atomic=False)` guard, so the job opens its own
+    tenant transactions as it does in a worker."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    saved = connection.execute_wrappers
+    connection.execute_wrappers = [w for w in saved if w is not _refuse_outside_a_transaction]
+    try:
+        yield
+    finally:
+        connection.execute_wrappers = saved
 
 
 def _refuse_outside_a_transaction(execute, sql, params, many, context):

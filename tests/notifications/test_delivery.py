@@ -3,6 +3,7 @@
 import pytest
 from django.test import Client
 
+from approvals_app.store import ApprovalStore
 from audit_app.models import AuditEvent
 from notifications_app.channels.base import RetryableSendError
 from notifications_app.delivery import deliver
@@ -52,6 +53,26 @@ def ask_through_the_api(client: Client, **body):
         **body,
     }
     return client.post("/api/v1/runs/run-1/approvals", body, content_type="application/json")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_notice_of_an_approval_asked_under_a_non_atomic_scope_runs_after_the_commit(
+    tenant_a, routed, smtp_server
+):
+    """Eager jobs run right after the commit, still inside the caller's
+    `in_tenant(atomic=False)` scope (a hot path, a worker that opts in): the notice
+    opens its own transactions, as in a worker, instead of failing the caller."""
+    make_run(tenant_a, "running", run_id="run-1")
+    with in_tenant(tenant_a, atomic=False):
+        ApprovalStore(tenant_a, Actor.system("runtime")).request(
+            run_id="run-1",
+            expected_version=2,
+            tool_name="payments.refund",
+            arguments=ARGS,
+            risk="high",
+            approval_id="apr-1",
+        )
+    assert [m["To"] for m in smtp_server.messages] == ["olga@example.com"]
 
 
 def test_an_approval_asked_through_the_api_arrives_by_email_with_its_link(
