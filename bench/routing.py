@@ -61,7 +61,8 @@ def _runs(tenant, count: int, prefix: str) -> list:
 
 
 def _route_to_a_group(tenant, slug: str) -> list[int]:
-    """Three members in a group, and one rule asking it of every call: their user ids."""
+    """Three members (with email addresses) in a group, and one rule asking it of every call:
+    their user ids."""
     from django.contrib.auth import get_user_model
 
     from approvals_app.routing import RoutingRules
@@ -71,7 +72,9 @@ def _route_to_a_group(tenant, slug: str) -> list[int]:
     from tenancy_app.scoping import in_tenant
 
     users = [
-        get_user_model().objects.create_user(username=f"{slug}-{n}", password=None)
+        get_user_model().objects.create_user(
+            username=f"{slug}-{n}", email=f"{slug}-{n}@example.test", password=None
+        )
         for n in range(RECIPIENTS)
     ]
     with in_tenant(tenant):
