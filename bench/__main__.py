@@ -20,7 +20,7 @@ from .scale import Scale
 
 SECTIONS = ("store", "api", "console", "deletion", "langgraph")
 # Measured only when named in --only.
-EXTRA_SECTIONS = ("binding", "routing")
+EXTRA_SECTIONS = ("binding", "routing", "notifications")  # notifications: aiosmtpd
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 

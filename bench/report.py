@@ -538,6 +538,9 @@ def render_markdown(results: dict) -> str:
     from .routing import render as render_routing
 
     lines.extend(render_routing(results.get("sections", {}).get("routing", {})))
+    from .notifications import render as render_notifications
+
+    lines.extend(render_notifications(results.get("sections", {}).get("notifications", {})))
     lines.append(
         "Store and raw rows: sequential calls, one connection per side, the sides interleaved call"
         " by call; ratio = Stateroom ops/s ÷ raw ops/s. API rows: sequential"

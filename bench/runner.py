@@ -112,6 +112,12 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log) -> dict
         results["sections"]["routing"] = _section(
             "routing", lambda: routing.run(url, scale, cat, log), log
         )
+    if "notifications" in sections:
+        from . import notifications
+
+        results["sections"]["notifications"] = _section(
+            "notifications", lambda: notifications.run(url, scale, cat, log), log
+        )
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     json.dumps(results, default=str)  # fail here, not after the run, if something is not JSON
     return results

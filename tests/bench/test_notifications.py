@@ -1,0 +1,41 @@
+"""bench.notifications: routed approvals' notices drained to a real SMTP server, small N."""
+
+import pytest
+
+from bench.notifications import measure, render
+from notifications_app.models import Notification
+from tenancy_app.models import Tenant
+from tenancy_app.scoping import in_tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def not_eager(monkeypatch):
+    """As the bench runs (`CELERY_TASK_ALWAYS_EAGER=0`): jobs wait in the outbox."""
+    from stateroom.celery import app
+
+    monkeypatch.setattr(app.conf, "task_always_eager", False)
+
+
+def test_the_drain_sends_one_email_per_recipient_and_empties_the_outbox():
+    result = measure(5)
+    assert result["notice_rows_per_request"] == 1  # one outbox row per notice, not per person
+    assert result["waiting_before"] == 5  # the request published nothing
+    assert result["notices"] == 5 and result["deliveries"] == 15
+    assert result["messages_received"] == result["recipients_received"] == 15
+    assert result["expected_messages"] == 15
+    assert result["notifications"] == {"sent": 15}
+    assert result["waiting_after"] == 0
+    assert result["drain_s"] == pytest.approx(result["fanout_s"] + result["delivery_s"], abs=0.02)
+    assert result["per_s"] > 0
+    tenant = Tenant.objects.get(slug__startswith="bench-notify-")
+    with in_tenant(tenant):
+        sent = list(Notification.objects.values_list("channel_kind", "address", "recipient_id"))
+    assert {kind for kind, _, _ in sent} == {"email"}
+    assert len({recipient for _, _, recipient in sent}) == 3
+    assert all(address.endswith("@example.test") for _, address, _ in sent)
+    table = "\n".join(render(result))
+    assert "15 messages received (of 15)" in table
+    assert ("met" in table) or ("MISSED" in table)
+    assert render({}) == []
