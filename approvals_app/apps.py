@@ -6,9 +6,12 @@ class ApprovalsConfig(AppConfig):
     verbose_name = "Approvals"
 
     def ready(self) -> None:
-        from stateroom import ports
+        from stateroom import metrics, ports
+
+        from .metrics import backlog
 
         ports.provide_lookup("approval", _found_approvals)
+        metrics.register_source("approvals", backlog)  # the pending backlog, at scrape time
 
 
 def _found_approvals(tenant, ids: set[str]) -> set[str]:

@@ -3,11 +3,14 @@ import os
 from celery import Celery
 from celery.signals import beat_init, worker_init
 
+from .metrics import connect_celery_signals
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stateroom.settings")
 
 app = Celery("stateroom")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+connect_celery_signals()  # task results counted (stateroom.metrics)
 
 
 @worker_init.connect

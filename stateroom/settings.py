@@ -105,6 +105,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: each request's latency and count by route and status (stateroom.metrics).
+    "stateroom.metrics_http.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Notes requests from a proxy whose X-Forwarded-For is not trusted (check --deploy).
     "audit_app.proxy.ForwardedForWatchMiddleware",
@@ -386,6 +388,16 @@ SPECTACULAR_SETTINGS = {
         "VoidReasonEnum": "approvals_app.models.VoidReason",
     },
 }
+
+# --- Metrics (stateroom.metrics) ----------------------------------------------
+# /metrics answers only this bearer token; unset, it is a 404. Prometheus scrapes
+# gunicorn's own address (loopback or a private network), so plain HTTP there is
+# not redirected to HTTPS. PROMETHEUS_MULTIPROC_DIR (read by prometheus_client)
+# makes /metrics add up every gunicorn worker's values (gunicorn.conf.py).
+STATEROOM_METRICS_TOKEN = os.environ.get("STATEROOM_METRICS_TOKEN") or None
+# A `tenant` label (the slug) on the approval metrics and gauges; off, none.
+STATEROOM_METRICS_TENANT_LABELS = env_bool("STATEROOM_METRICS_TENANT_LABELS", False)
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
 
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get(

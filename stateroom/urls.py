@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 
 from . import views
+from .metrics_http import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -10,6 +11,8 @@ urlpatterns = [
     # (where Django would answer a resolver miss with its HTML debug page).
     re_path(r"^api/", views.api_not_found),
     # Signed answers from chat (Slack's buttons, a webhook channel's actions).
+    # Prometheus, only with STATEROOM_METRICS_TOKEN as a bearer token (404 without the setting).
+    path("metrics", metrics_view, name="metrics"),
     path("hooks/", include("notifications_app.urls")),
     path("", include("console_app.urls")),
 ]

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import rfc8785
+from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.db.models.query import ModelIterable
 
@@ -16,6 +17,7 @@ from runs_app.claims import claimed_elsewhere
 from runs_app.models import Run, RunStatus
 from runs_app.store import RunStateStore
 from sessions_app.models import TERMINAL_SESSION_STATUSES
+from stateroom import metrics
 from stateroom.canonical import canonical_json, digest
 from stateroom.errors import Conflict, ContentDeleted, Forbidden, NotFound
 from stateroom.store import BaseStore
@@ -253,6 +255,18 @@ class ApprovalBase(BaseStore):
                 *extra_fields,
             ]
         )
+        self._count_end(approval)
+
+    def _count_end(self, approval: ApprovalRequest) -> None:
+        """The end is counted (stateroom.metrics) once it commits, never if it rolls back."""
+        ended = {
+            "outcome": str(approval.status),
+            "risk": str(approval.risk),
+            "tenant_slug": self.tenant.slug,
+            "created_at": approval.created_at,
+            "decided_at": approval.decided_at,
+        }
+        transaction.on_commit(lambda: metrics.approval_ended(**ended), robust=True)
 
     def _release_run(self, run: Run, approval: ApprovalRequest, *, to_status: str) -> None:
         """The run stops waiting on this approval (a CAS on the locked run's version).

@@ -136,6 +136,7 @@ class ApprovalEndings(ApprovalBase):
                 "void_details",
             ]
         )
+        self._count_end(approval)
         self._release_run(run, approval, to_status=RunStatus.RUNNING)
         self.audit(
             "approval.voided",

@@ -20,6 +20,8 @@ from django.core.signals import request_finished
 from django.db import connections
 from django.db.backends.postgresql import base
 
+from stateroom import metrics
+
 from . import route
 
 # The clock the window is read on; tests replace it.
@@ -33,6 +35,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def connect(self) -> None:
         super().connect()
         self.used_at = None
+        metrics.connection_created(self)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            metrics.update_connections()
 
     def init_connection_state(self) -> None:
         super().init_connection_state()
@@ -60,6 +69,7 @@ def _stamp_used(**kwargs) -> None:
     for connection in connections.all(initialized_only=True):
         if isinstance(connection, DatabaseWrapper):
             connection.mark_used()
+    metrics.update_connections()
 
 
 # After Django's own receiver (close_old_connections), which may close the connection.
