@@ -11,6 +11,8 @@ urlpatterns = [
     re_path(r"^api/", views.api_not_found),
     # Signed answers from chat (Slack's buttons, a webhook channel's actions).
     path("hooks/", include("notifications_app.urls")),
+    # Single sign-on with a tenant's OpenID Connect provider (tenancy_app.sso).
+    path("login/sso/", include("tenancy_app.sso.urls")),
     path("", include("console_app.urls")),
 ]
 
