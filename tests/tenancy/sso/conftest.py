@@ -108,17 +108,17 @@ def sso_clock(monkeypatch):
     return moved
 
 
-def sso_login(page, live_server, slug: str, username: str, provider) -> None:
+def sso_login(tab, live_server, slug: str, username: str, provider) -> None:
     """Through the login page's company sign-in to the provider's form and back."""
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=tenant]", slug)
-    page.click("text=Continue to single sign-on")
-    page.click("#sso-start")
+    tab.goto(f"{live_server.url}/login/")
+    tab.fill("input[name=tenant]", slug)
+    tab.click("text=Continue to single sign-on")
+    tab.click("#sso-start")
     at_form = provider.url + "/login/"
     back = (live_server.url + "/t/", live_server.url + "/login/sso/callback/")
-    page.wait_for_url(lambda url: url.startswith(at_form) or url.startswith(back))
-    if page.url.startswith(at_form):  # else the provider remembered its session
-        page.fill("#op-username", username)
-        page.fill("#op-password", provider.password(username))
-        page.click("text=Sign in at the provider")
-        page.wait_for_url(lambda url: url.startswith(live_server.url))
+    tab.wait_for_url(lambda url: url.startswith(at_form) or url.startswith(back))
+    if tab.url.startswith(at_form):  # else the provider remembered its session
+        tab.fill("#op-username", username)
+        tab.fill("#op-password", provider.password(username))
+        tab.click("text=Sign in at the provider")
+        tab.wait_for_url(lambda url: url.startswith(live_server.url))
