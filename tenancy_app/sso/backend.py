@@ -58,6 +58,11 @@ class TenantOIDCBackend(OIDCAuthenticationBackend):
         flow = getattr(request, "sso_flow", None) if request is not None else None
         if flow is None or "nonce" not in kwargs:
             return None
+        self.use(flow)
+        return super().authenticate(request, **kwargs)
+
+    def use(self, flow: Flow) -> None:
+        """Check and call the provider of `flow` (the library reads these attributes)."""
         self.flow = flow
         self.OIDC_OP_TOKEN_ENDPOINT = flow.provider.token_endpoint
         self.OIDC_OP_USER_ENDPOINT = flow.provider.userinfo_endpoint
@@ -66,7 +71,6 @@ class TenantOIDCBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_CLIENT_SECRET = flow.secret
         self.OIDC_RP_SIGN_ALGO = "RS256"
         self.OIDC_RP_IDP_SIGN_KEY = None
-        return super().authenticate(request, **kwargs)
 
     # --- the library's HTTP calls, through stateroom.egress ----------------
     def get_token(self, payload):

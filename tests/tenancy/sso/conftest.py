@@ -17,6 +17,7 @@ PEOPLE = {
     "olga": {"groups": ["sr-operators"]},
     "adam": {"groups": ["sr-admins", "payments"], "amr": ["pwd", "mfa"]},
     "nora": {"groups": ["marketing"]},
+    "ines": {"groups": ["sr-operators"], "acr": "urn:acme:gold"},
 }
 SECRET_A = "client-secret-of-tenant-a"
 SECRET_B = "client-secret-of-tenant-b"
