@@ -76,7 +76,7 @@ class SsoStore(BaseStore):
                 before["require_sso"] = before_sso
             tenant.require_sso = self.tenant.require_sso = require_sso
             tenant.save(update_fields=["require_sso"])
-            after["client_secret"] = "changed" if client_secret else "kept"
+            after["new_client_secret"] = bool(client_secret)
             self.audit(
                 "sso.config_changed",
                 target_type="tenant",
