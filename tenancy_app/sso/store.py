@@ -76,7 +76,7 @@ class SsoStore(BaseStore):
                 before["require_sso"] = before_sso
             tenant.require_sso = self.tenant.require_sso = require_sso
             tenant.save(update_fields=["require_sso"])
-            after["new_client_secret"] = bool(client_secret)
+            after["client_credentials_replaced"] = bool(client_secret)
             self.audit(
                 "sso.config_changed",
                 target_type="tenant",

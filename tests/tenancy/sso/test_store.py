@@ -33,7 +33,7 @@ def test_the_secret_is_encrypted_at_rest_and_never_audited(store, tenant_a):
     assert SsoStore.client_secret(row) == "s3cret-value"
     event = AuditEvent.objects.get(tenant=tenant_a, action="sso.config_changed")
     assert "s3cret-value" not in str(event.after)
-    assert event.after["new_client_secret"] is True and event.after["require_sso"] is True
+    assert event.after["client_credentials_replaced"] is True and event.after["require_sso"] is True
     # An empty secret on a later save keeps the stored one.
     store.save_config(require_sso=False, client_id="c2")
     assert SsoStore.client_secret(SsoConfig.objects.get(tenant=tenant_a)) == "s3cret-value"
