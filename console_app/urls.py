@@ -24,6 +24,7 @@ from .views import (
     search,
     sessions,
     settings,
+    sso,
     tasks,
 )
 
@@ -156,6 +157,7 @@ urlpatterns = [
             path("tokens/", settings.settings_tokens, name="tokens"),
             path("tokens/<int:token_id>/revoke", settings.revoke_token, name="revoke-token"),
             path("retention/", settings.settings_retention, name="retention"),
+            path("sso/", sso.settings_sso, name="sso"),
         ),
     ),
     path(

@@ -212,7 +212,25 @@ if TESTING:
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Sign-in through a tenant's OpenID Connect provider (tenancy_app.sso): it answers
+    # only the SSO callback, so the password form is unchanged (break-glass).
+    "tenancy_app.sso.backend.TenantOIDCBackend",
 ]
+# --- Single sign-on (OpenID Connect, per tenant; README "Single sign-on") ----------
+# Secrets at rest (a tenant's OIDC client secret) are Fernet-encrypted with these keys:
+# comma-separated Fernet keys, the first encrypts (rotation: prepend a new one). Unset:
+# derived from SECRET_KEY, so changing SECRET_KEY then loses the stored secrets.
+STATEROOM_SECRETS_KEY = os.environ.get("STATEROOM_SECRETS_KEY", "")
+# How often a signed-in member's groups are asked of the provider again (a lost group:
+# a lost role at the next request after this).
+STATEROOM_SSO_RECHECK_SECONDS = env_int("STATEROOM_SSO_RECHECK_SECONDS", 15 * 60)
+# How long a sign-in may take at the provider: an older state is refused.
+STATEROOM_SSO_STATE_MAX_AGE_SECONDS = env_int("STATEROOM_SSO_STATE_MAX_AGE_SECONDS", 600)
+# mozilla-django-oidc: authorization code with PKCE (S256), a nonce, timeouts.
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso-callback"
 AXES_FAILURE_LIMIT = env_int("STATEROOM_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("STATEROOM_LOGIN_LOCKOUT_MINUTES", 60))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

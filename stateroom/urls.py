@@ -14,6 +14,8 @@ urlpatterns = [
     # Prometheus, only with STATEROOM_METRICS_TOKEN as a bearer token (404 without the setting).
     path("metrics", metrics_view, name="metrics"),
     path("hooks/", include("notifications_app.urls")),
+    # Single sign-on with a tenant's OpenID Connect provider (tenancy_app.sso).
+    path("login/sso/", include("tenancy_app.sso.urls")),
     path("", include("console_app.urls")),
 ]
 

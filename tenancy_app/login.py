@@ -3,7 +3,9 @@
 - A user who has a confirmed TOTP device must give a code after the password
   before any tenant page; so must every operator and admin of a tenant that
   requires it (`Tenant.require_2fa`), and one without a device is sent to set
-  one up first. `needs_second_factor` is what TenantMiddleware asks.
+  one up first. `needs_second_factor` is what TenantMiddleware asks. A session
+  signed in through the tenant's provider whose ID token says it did MFA
+  (`amr`/`acr`, tenancy_app.sso) is not asked again.
 - A lockout (django-axes, too many wrong passwords for a username or from an
   address) is recorded in the audit log of every tenant the user belongs to,
   and so is a new second factor.
@@ -29,6 +31,7 @@ from stateroom.actor import Actor
 from .access import memberships_of
 from .models import Membership, Role
 from .scoping import in_tenant
+from .sso.session import mfa_done as sso_mfa_done
 
 SECOND_FACTOR_ROLES = (Role.OPERATOR, Role.ADMIN)
 
@@ -41,7 +44,7 @@ HAS_DEVICE = "_stateroom_has_otp_device"
 def needs_second_factor(request, membership: Membership) -> str | None:
     """Where to send a user who has not given a second factor yet, or None."""
     user = request.user
-    if user.is_verified():
+    if user.is_verified() or sso_mfa_done(request, membership.tenant_id):
         return None
     has_device = bool(request.session.get(HAS_DEVICE))
     required = membership.tenant.require_2fa and membership.role in SECOND_FACTOR_ROLES

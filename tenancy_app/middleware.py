@@ -18,6 +18,7 @@ from .auth import resolve_bearer
 from .login import needs_second_factor
 from .models import Tenant
 from .scoping import tenant_transaction
+from .sso.session import gate as sso_gate
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +120,9 @@ class TenantMiddleware:
                 _denied_elsewhere(request)
                 raise Http404("No such tenant")
             membership = found[0]
+            ended = sso_gate(request, membership)
+            if ended is not None:
+                return ended
             second_factor = needs_second_factor(request, membership)
             if second_factor is not None:
                 return redirect(second_factor)

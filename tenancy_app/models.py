@@ -42,6 +42,9 @@ class Tenant(models.Model):
     # A running run that no worker has held for this long is flagged "waiting for a
     # worker" (console and API `unclaimed_since`): resumed or decided, nobody claimed it.
     unclaimed_run_warning_seconds = models.PositiveIntegerField(default=120, db_default=120)
+    # With single sign-on configured (SsoConfig): members reach the console only through
+    # it, but for admins who log in with a local password (break-glass).
+    require_sso = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -192,3 +195,51 @@ class GroupMember(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.group_id}"
+
+
+class SsoConfig(TenantOwned):
+    """The tenant's OpenID Connect provider (tenancy_app.sso): one per tenant.
+
+    `role_map` maps a group (a value of the `groups_claim` claim) to a role, the
+    highest mapped role wins; `group_map` maps a group to a member group's slug.
+    `client_secret` is Fernet-encrypted (tenancy_app.sso.crypto). `mfa_acr_values`:
+    `acr` values that mean the provider did multi-factor authentication.
+    """
+
+    enabled = models.BooleanField(default=True)
+    display_name = models.CharField(max_length=100, default="your company's identity provider")
+    issuer = models.URLField(max_length=500)
+    client_id = models.CharField(max_length=255)
+    client_secret = models.TextField()
+    scopes = models.CharField(max_length=200, default="openid email profile")
+    groups_claim = models.CharField(max_length=100, default="groups")
+    role_map = models.JSONField(default=dict)
+    group_map = models.JSONField(default=dict)
+    mfa_acr_values = models.JSONField(default=list)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant"], name="sso_config_tenant_uniq")]
+
+    def __str__(self) -> str:
+        return f"sso of tenant {self.tenant_id}"
+
+
+class SsoIdentity(TenantOwned):
+    """The user a provider's subject signs in as: created at its first login, never an
+    existing local account (a provider names whoever it likes by email)."""
+
+    issuer = models.URLField(max_length=500)
+    subject = models.CharField(max_length=255)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "issuer", "subject"], name="sso_identity_subject_uniq"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject}@{self.issuer}"

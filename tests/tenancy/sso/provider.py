@@ -1,0 +1,102 @@
+"""A real OpenID Connect provider on 127.0.0.1: tests/oidc_provider in its own process.
+
+`start(...)` runs `python -m tests.oidc_provider.serve PORT` (django-oauth-toolkit,
+an RSA key of its own, its own SQLite file) and waits for its discovery document.
+Its people and their groups/amr are the JSON file `people_file`: rewrite it
+(`Provider.set_people`) and the next token or userinfo answer says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.oidc_provider.serve import password_of
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class Provider:
+    url: str
+    people_file: Path
+    process: subprocess.Popen
+
+    @property
+    def issuer(self) -> str:
+        return f"{self.url}/o"
+
+    def set_people(self, people: dict) -> None:
+        self.people_file.write_text(json.dumps(people))
+
+    @staticmethod
+    def password(username: str) -> str:
+        return password_of(username)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(directory: Path, *, people: dict, clients: list[dict]) -> Provider:
+    directory.mkdir(parents=True, exist_ok=True)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (directory / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    people_file = directory / "people.json"
+    people_file.write_text(json.dumps(people))
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "DJANGO_SETTINGS_MODULE": "tests.oidc_provider.settings",
+        "OP_DB": str(directory / "op.sqlite3"),
+        "OP_KEY": str(directory / "key.pem"),
+        "OP_USERS": str(people_file),
+        "OP_CLIENTS": json.dumps(clients),
+    }
+    log = open(directory / "server.log", "wb")  # noqa: SIM115 (open while it runs)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.oidc_provider.serve", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    provider = Provider(f"http://127.0.0.1:{port}", people_file, process)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError((directory / "server.log").read_text())
+        try:
+            if requests.get(provider.issuer + "/.well-known/openid-configuration", timeout=1).ok:
+                return provider
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.2)
+    process.terminate()
+    raise RuntimeError(
+        "the stand-in provider did not start: " + (directory / "server.log").read_text()
+    )
+
+
+def stop(provider: Provider) -> None:
+    provider.process.terminate()
+    provider.process.wait(timeout=10)
