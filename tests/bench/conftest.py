@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from bench import generate
 from bench.scale import Scale
-from tenancy_app.models import Membership, Role, Tenant, TenantOwned
+from tenancy_app.models import GroupMember, MemberGroup, Membership, Role, Tenant, TenantOwned
 from tenancy_app.scoping import in_tenant
 
 # The tenant the checks run as holds ~10,000 items (a 5,000-item timeline
@@ -102,5 +102,30 @@ def bench_data(transactional_db, owner_sql):
                         phase=phase,
                         part=(chunk, CHUNKS),
                     )
+    _member_groups(tenants, user, now)
     owner_sql("ANALYZE " + ", ".join(sorted(tenant_tables())))
     return tenants[0], user
+
+
+def _member_groups(tenants, admin, now, *, groups: int = 30, size: int = 10) -> None:
+    """Each tenant's member groups, as a big tenant has them (the inbox's "my groups"
+    reads the admin's); the admin is in two of the first tenant's."""
+    people = get_user_model().objects.bulk_create(
+        get_user_model()(username=f"explain-member-{n}") for n in range(groups * size // 3)
+    )
+    for tenant in tenants:
+        with in_tenant(tenant):
+            made = MemberGroup.objects.bulk_create(
+                MemberGroup(tenant=tenant, slug=f"group-{n}", name=f"Group {n}", created_at=now)
+                for n in range(groups)
+            )
+            rows = [
+                GroupMember(
+                    tenant=tenant, group=group, user=people[(g * 7 + m) % len(people)], position=m
+                )
+                for g, group in enumerate(made)
+                for m in range(size)
+            ]
+            if tenant == tenants[0]:
+                rows += [GroupMember(tenant=tenant, group=made[n], user=admin) for n in (0, 1)]
+            GroupMember.objects.bulk_create(rows)

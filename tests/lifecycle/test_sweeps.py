@@ -83,6 +83,7 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
     assert scheduled == {
         "lifecycle_app.tasks.sweep_expired_sessions",
         "approvals_app.tasks.sweep_expired_approvals",
+        "approvals_app.tasks.sweep_approval_schedule",
         "actions_app.tasks.sweep_overdue_runs",
         "lifecycle_app.tasks.reap_stalled_jobs",
         "lifecycle_app.tasks.apply_retention",

@@ -24,14 +24,23 @@ def run(tmp_path: Path, **env: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_without_chromium_or_pgbouncer_one_line_each_says_what_is_missing_and_how(tmp_path):
-    chromium, pgbouncer = run(
-        tmp_path, STATEROOM_INSTALL_MISSING="0", STATEROOM_PGBOUNCER=str(tmp_path / "none")
+def test_without_chromium_pgbouncer_or_prometheus_one_line_each_says_what_is_missing_and_how(
+    tmp_path,
+):
+    chromium, pgbouncer, prometheus = run(
+        tmp_path,
+        STATEROOM_INSTALL_MISSING="0",
+        STATEROOM_PGBOUNCER=str(tmp_path / "none"),
+        STATEROOM_PROMETHEUS=str(tmp_path / "none"),
     )
     assert chromium.startswith("make test: Chromium is missing, so the browser tests will skip:")
     assert "apt-get install chromium" in chromium and "STATEROOM_CHROMIUM=" in chromium
     assert pgbouncer.startswith("make test: PgBouncer is missing, so the pooler tests will skip:")
     assert "apt-get install pgbouncer" in pgbouncer
+    assert prometheus.startswith(
+        "make test: Prometheus is missing, so the metrics scrape test will skip:"
+    )
+    assert "apt-get install prometheus" in prometheus and "STATEROOM_PROMETHEUS=" in prometheus
 
 
 def test_with_both_it_says_nothing(tmp_path):
@@ -40,6 +49,7 @@ def test_with_both_it_says_nothing(tmp_path):
         STATEROOM_INSTALL_MISSING="0",
         STATEROOM_CHROMIUM=sys.executable,
         STATEROOM_PGBOUNCER=shutil.which("true"),
+        STATEROOM_PROMETHEUS=shutil.which("true"),
     )
     assert lines == []
 
