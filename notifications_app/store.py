@@ -9,12 +9,14 @@ never in the audit log.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.db import connection, models
+from django.db import connection
+from django.db.models import OuterRef, Subquery
 
 from stateroom.errors import NotFound, Unprocessable
 from stateroom.ids import new_public_id
@@ -43,6 +45,18 @@ class Draft:
     address: str = ""
     status: str = NotificationStatus.QUEUED
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one notification (`NotificationStore.settle`); `attempted`: a send
+    was tried (it counts in `attempts`)."""
+
+    notification_id: int
+    status: str
+    detail: str = ""
+    external_ref: dict[str, Any] | None = None
+    attempted: bool = True
 
 
 class NotificationStore(BaseStore):
@@ -324,48 +338,55 @@ class NotificationStore(BaseStore):
             f"INSERT INTO {Notification._meta.db_table} ({columns}) VALUES {', '.join(rows)}"
             " ON CONFLICT DO NOTHING RETURNING id, status"
         )
-        with self.atomic(), connection.cursor() as cursor:
+        with self.atomic(savepoint=False), connection.cursor() as cursor:  # one statement
             cursor.execute(sql, params)
             written = cursor.fetchall()
         return sorted(pk for pk, status in written if status == NotificationStatus.QUEUED)
 
-    def mark_sent(self, notification_id: int, *, external_ref=None, detail: str = "") -> bool:
-        """It was delivered (once: a notification already done stays as it is)."""
-        with self.atomic():
-            return bool(
-                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
-                .exclude(status__in=DONE)
-                .update(
-                    status=NotificationStatus.SENT,
-                    sent_at=self.now(),
-                    external_ref=external_ref,
-                    detail=detail[:MAX_DETAIL],
-                    attempts=models.F("attempts") + 1,
-                )
-            )
+    def for_delivery(self, notification_ids) -> list[Notification]:
+        """A delivery job's notifications with their channel and recipient, and the
+        recipient's role in the tenant (`role`: None for a channel post, or when they
+        left): one query."""
+        role = Membership.objects.filter(tenant=self.tenant, user_id=OuterRef("recipient_id"))
+        return list(
+            Notification.objects.filter(tenant=self.tenant, pk__in=list(notification_ids))
+            .select_related("channel", "recipient")
+            .annotate(role=Subquery(role.values("role")[:1]))
+            .order_by("id")
+        )
 
-    def mark_failed(self, notification_id: int, *, detail: str, final: bool) -> bool:
-        """One attempt failed: `final` (refused, or out of retries) fails it; else it waits
-        for the next attempt, queued."""
-        status = NotificationStatus.FAILED if final else NotificationStatus.QUEUED
-        with self.atomic():
-            return bool(
-                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
-                .exclude(status__in=DONE)
-                .update(
-                    status=status,
-                    detail=detail[:MAX_DETAIL],
-                    attempts=models.F("attempts") + 1,
-                )
-            )
-
-    def mark_skipped(self, notification_id: int, *, detail: str) -> bool:
-        with self.atomic():
-            return bool(
-                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
-                .exclude(status__in=DONE)
-                .update(status=NotificationStatus.SKIPPED, detail=detail[:MAX_DETAIL])
-            )
+    def settle(self, outcomes: list[Outcome]) -> set[int]:
+        """Record what became of notifications, in one UPDATE: sent (when, where:
+        `external_ref`), failed, queued again for the next attempt, or skipped. A
+        notification already done stays as it is (once); the ids changed."""
+        if not outcomes:
+            return set()
+        rows, params = [], []
+        for outcome in outcomes:
+            rows.append("(%s::bigint, %s::varchar, %s::varchar, %s::jsonb, %s::int)")
+            ref = outcome.external_ref
+            params += [
+                outcome.notification_id,
+                outcome.status,
+                outcome.detail[:MAX_DETAIL],
+                None if ref is None else json.dumps(ref),
+                1 if outcome.attempted else 0,
+            ]
+        sent = NotificationStatus.SENT
+        sql = (
+            f"UPDATE {Notification._meta.db_table} AS n SET status = v.status,"
+            " detail = v.detail, attempts = n.attempts + v.attempted,"
+            f" sent_at = CASE WHEN v.status = '{sent}' THEN %s ELSE n.sent_at END,"
+            f" external_ref = CASE WHEN v.status = '{sent}' THEN v.external_ref"
+            " ELSE n.external_ref END"
+            f" FROM (VALUES {', '.join(rows)}) AS v(id, status, detail, external_ref, attempted)"
+            " WHERE n.tenant_id = %s AND n.id = v.id AND NOT (n.status = ANY(%s))"
+            " RETURNING n.id"
+        )
+        params = [self.now(), *params, self.tenant.pk, [str(s) for s in DONE]]
+        with self.atomic(savepoint=False), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return {row[0] for row in cursor.fetchall()}
 
     def recent_tests(self, channel: Channel, *, limit: int = 5):
         """The channel's latest test messages, newest first (its page shows how they went)."""
