@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from approvals_app.notices import (
@@ -48,7 +47,7 @@ from tenancy_app.models import Membership, Role, Tenant
 from tenancy_app.scoping import in_tenant
 
 from .channels import can_update
-from .models import Channel, ChatLink, NotificationStatus, Preference
+from .models import Channel, ChatLink, NotificationStatus
 from .preferences import CONSOLE, EMAIL, SLACK, WEBHOOK, held_back, in_quiet_hours, kinds_for
 from .store import Draft, NotificationStore
 
@@ -111,10 +110,7 @@ class Fanout:
         people = self._people(approval, kind)
         drafts: list[Draft] = []
         unlinked = False
-        preferences = {
-            p.user_id: p for p in Preference.objects.filter(tenant=self.tenant, user_id__in=people)
-        }
-        emails = dict(get_user_model().objects.filter(pk__in=people).values_list("pk", "email"))
+        preferences, emails = self.store.people(people)  # one statement
         now = self.now()
         for user_id in people:
             mine, wants_post = self._for_person(

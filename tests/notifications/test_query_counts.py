@@ -26,9 +26,9 @@ from .conftest import (
 pytestmark = pytest.mark.django_db
 
 # set_config; the approval (lean); channels; chat links; group members; memberships;
-# groups (on-call turns); preferences; email addresses; the notifications (one INSERT);
+# groups (on-call turns); preferences and email addresses; the notifications (one INSERT);
 # the delivery job (one INSERT); set_config reset.
-FANOUT_STATEMENTS = 12
+FANOUT_STATEMENTS = 11
 # the tenant; set_config, the notifications with channel, recipient and role, the
 # approval (lean), reset; set_config, the results (one UPDATE), reset.
 DELIVERY_STATEMENTS = 8
