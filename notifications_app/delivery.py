@@ -137,9 +137,7 @@ class Builder:
         approval_ids = {n.approval_id for n in waiting if n.kind != messages.TEST_KIND}
         self.approvals = self.approvals_store.for_notices(approval_ids) if approval_ids else {}
         targets = [_target_pk(n) for n in waiting if n.ref.startswith(UPDATE_REF)]
-        self.targets = (
-            {t.pk: t for t in store.for_delivery(targets) if t.channel_id} if targets else {}
-        )
+        self.targets = {t.pk: t for t in store.for_delivery(targets)} if targets else {}
         self.built: dict[tuple, Message] = {}
         self.digests: dict[str, str] = {}
 
