@@ -16,10 +16,11 @@ port; the outbox runs it at least once) decides, in one tenant transaction:
   critical call's escalation; what is held back, or has no address, is
   recorded `skipped` with why.
 
-Each notification is written once (`notification_once`), and each new one
-that waits for delivery gets one outbox job
-(`notifications_app.tasks.deliver_notification`) in the same transaction: a
-notice handled twice, or by two workers at once, sends nothing twice.
+Each notification is written once (`notification_once`), and the new ones
+that wait for delivery get ONE outbox job together
+(`notifications_app.tasks.deliver_notifications`, their ids) in the same
+transaction: a notice handled twice, or by two workers at once, sends nothing
+twice.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from approvals_app.notices import (
@@ -42,17 +42,17 @@ from approvals_app.notices import (
 from approvals_app.store import ApprovalStore
 from outbox_app.relay import enqueue
 from stateroom.actor import Actor
-from stateroom.errors import NotFound
 from tenancy_app.groups import GroupStore
 from tenancy_app.models import Membership, Role, Tenant
 from tenancy_app.scoping import in_tenant
 
 from .channels import can_update
-from .models import Channel, ChatLink, NotificationStatus, Preference
+from .models import Channel, ChatLink, NotificationStatus
 from .preferences import CONSOLE, EMAIL, SLACK, WEBHOOK, held_back, in_quiet_hours, kinds_for
 from .store import Draft, NotificationStore
 
-DELIVER_TASK = "notifications_app.tasks.deliver_notification"
+DELIVER_TASK = "notifications_app.tasks.deliver_notification"  # one notification
+DELIVER_MANY_TASK = "notifications_app.tasks.deliver_notifications"  # a notice's
 ASKING = (NOTICE_ASKED, NOTICE_REMINDER, NOTICE_ESCALATED, NOTICE_REASSIGNED)
 UPDATE_REF = "update:"  # an `ended` notification that rewrites a sent message: update:<pk>:<status>
 QUIET = "held back: quiet hours"
@@ -90,18 +90,16 @@ class Fanout:
     def handle(self, approval_id: str, kind: str, ref: str = "") -> str:
         """Write the notice's notifications and their delivery jobs; what it did."""
         with in_tenant(self.tenant):
-            try:
-                approval = ApprovalStore(self.tenant, self.actor, clock=self.now).get(approval_id)
-            except NotFound:
+            approvals = ApprovalStore(self.tenant, self.actor, clock=self.now)
+            approval = approvals.for_notices([approval_id]).get(approval_id)  # lean: one query
+            if approval is None:
                 return "no-approval"
             if kind in ASKING and not approval.is_pending:
                 return "not-pending"
             drafts = self.drafts(approval, kind, ref)
             queued = self.store.record(drafts)
-            for notification_id in queued:
-                enqueue(
-                    tenant=self.tenant, task=DELIVER_TASK, args=[self.tenant.pk, notification_id]
-                )
+            if queued:  # one delivery job per notice, with its notifications
+                enqueue(tenant=self.tenant, task=DELIVER_MANY_TASK, args=[self.tenant.pk, queued])
         return f"{len(queued)} queued"
 
     def drafts(self, approval, kind: str, ref: str) -> list[Draft]:
@@ -112,10 +110,7 @@ class Fanout:
         people = self._people(approval, kind)
         drafts: list[Draft] = []
         unlinked = False
-        preferences = {
-            p.user_id: p for p in Preference.objects.filter(tenant=self.tenant, user_id__in=people)
-        }
-        emails = dict(get_user_model().objects.filter(pk__in=people).values_list("pk", "email"))
+        preferences, emails = self.store.people(people)  # one statement
         now = self.now()
         for user_id in people:
             mine, wants_post = self._for_person(

@@ -9,12 +9,14 @@ never in the audit log.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.db import connection, models
+from django.contrib.auth import get_user_model
+from django.db import connection
 
 from stateroom.errors import NotFound, Unprocessable
 from stateroom.ids import new_public_id
@@ -43,6 +45,18 @@ class Draft:
     address: str = ""
     status: str = NotificationStatus.QUEUED
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one notification (`NotificationStore.settle`); `attempted`: a send
+    was tried (it counts in `attempts`)."""
+
+    notification_id: int
+    status: str
+    detail: str = ""
+    external_ref: dict[str, Any] | None = None
+    attempted: bool = True
 
 
 class NotificationStore(BaseStore):
@@ -208,6 +222,27 @@ class NotificationStore(BaseStore):
     def preference(self, user_id: int) -> Preference | None:
         return Preference.objects.filter(tenant=self.tenant, user_id=user_id).first()
 
+    def people(self, user_ids) -> tuple[dict[int, Preference], dict[int, str]]:
+        """Each person's preference (if they saved one) and email address, one statement
+        (the fan-out's: no statement per recipient)."""
+        ids = [int(pk) for pk in user_ids]
+        if not ids:
+            return {}, {}
+        fields = _concrete(Preference)
+        users = get_user_model()._meta.db_table
+        sql = (
+            f"SELECT u.id, u.email, {', '.join(f'p.{f.column}' for f in fields)} FROM {users} u"
+            f" LEFT JOIN {Preference._meta.db_table} p ON p.user_id = u.id AND p.tenant_id = %s"
+            " WHERE u.id = ANY(%s)"
+        )
+        with self.reading(), connection.cursor() as cursor:
+            cursor.execute(sql, [self.tenant.pk, ids])
+            rows = cursor.fetchall()
+        preferences = {
+            row[0]: _from_row(Preference, fields, row[2:]) for row in rows if row[2] is not None
+        }
+        return preferences, {row[0]: row[1] for row in rows}
+
     def save_preference(
         self,
         *,
@@ -324,48 +359,73 @@ class NotificationStore(BaseStore):
             f"INSERT INTO {Notification._meta.db_table} ({columns}) VALUES {', '.join(rows)}"
             " ON CONFLICT DO NOTHING RETURNING id, status"
         )
-        with self.atomic(), connection.cursor() as cursor:
+        with self.atomic(savepoint=False), connection.cursor() as cursor:  # one statement
             cursor.execute(sql, params)
             written = cursor.fetchall()
         return sorted(pk for pk, status in written if status == NotificationStatus.QUEUED)
 
-    def mark_sent(self, notification_id: int, *, external_ref=None, detail: str = "") -> bool:
-        """It was delivered (once: a notification already done stays as it is)."""
-        with self.atomic():
-            return bool(
-                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
-                .exclude(status__in=DONE)
-                .update(
-                    status=NotificationStatus.SENT,
-                    sent_at=self.now(),
-                    external_ref=external_ref,
-                    detail=detail[:MAX_DETAIL],
-                    attempts=models.F("attempts") + 1,
-                )
+    def for_delivery(self, notification_ids) -> list[Notification]:
+        """A delivery job's notifications with their channel (`channel`, loaded) and the
+        recipient's role in the tenant (`role`: None for a channel post, or when they
+        left): one statement, hand-written (the drain's hot read: no ORM compiling)."""
+        ids = [int(pk) for pk in notification_ids]
+        if not ids:
+            return []
+        n_fields, c_fields = _concrete(Notification), _concrete(Channel)
+        columns = [f"n.{f.column}" for f in n_fields] + [f"c.{f.column}" for f in c_fields]
+        sql = (
+            f"SELECT {', '.join(columns)}, (SELECT m.role FROM {Membership._meta.db_table} m"
+            " WHERE m.tenant_id = n.tenant_id AND m.user_id = n.recipient_id LIMIT 1)"
+            f" FROM {Notification._meta.db_table} n"
+            f" LEFT JOIN {Channel._meta.db_table} c ON c.id = n.channel_id"
+            " WHERE n.tenant_id = %s AND n.id = ANY(%s) ORDER BY n.id"
+        )
+        with self.reading(), connection.cursor() as cursor:
+            cursor.execute(sql, [self.tenant.pk, ids])
+            rows = cursor.fetchall()
+        found = []
+        for row in rows:
+            notification = _from_row(Notification, n_fields, row[: len(n_fields)])
+            channel_row = row[len(n_fields) : len(n_fields) + len(c_fields)]
+            notification.channel = (
+                _from_row(Channel, c_fields, channel_row) if channel_row[0] is not None else None
             )
+            notification.role = row[-1]
+            found.append(notification)
+        return found
 
-    def mark_failed(self, notification_id: int, *, detail: str, final: bool) -> bool:
-        """One attempt failed: `final` (refused, or out of retries) fails it; else it waits
-        for the next attempt, queued."""
-        status = NotificationStatus.FAILED if final else NotificationStatus.QUEUED
-        with self.atomic():
-            return bool(
-                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
-                .exclude(status__in=DONE)
-                .update(
-                    status=status,
-                    detail=detail[:MAX_DETAIL],
-                    attempts=models.F("attempts") + 1,
-                )
-            )
-
-    def mark_skipped(self, notification_id: int, *, detail: str) -> bool:
-        with self.atomic():
-            return bool(
-                Notification.objects.filter(tenant=self.tenant, pk=notification_id)
-                .exclude(status__in=DONE)
-                .update(status=NotificationStatus.SKIPPED, detail=detail[:MAX_DETAIL])
-            )
+    def settle(self, outcomes: list[Outcome]) -> set[int]:
+        """Record what became of notifications, in one UPDATE: sent (when, where:
+        `external_ref`), failed, queued again for the next attempt, or skipped. A
+        notification already done stays as it is (once); the ids changed."""
+        if not outcomes:
+            return set()
+        rows, params = [], []
+        for outcome in outcomes:
+            rows.append("(%s::bigint, %s::varchar, %s::varchar, %s::jsonb, %s::int)")
+            ref = outcome.external_ref
+            params += [
+                outcome.notification_id,
+                outcome.status,
+                outcome.detail[:MAX_DETAIL],
+                None if ref is None else json.dumps(ref),
+                1 if outcome.attempted else 0,
+            ]
+        sent = NotificationStatus.SENT
+        sql = (
+            f"UPDATE {Notification._meta.db_table} AS n SET status = v.status,"
+            " detail = v.detail, attempts = n.attempts + v.attempted,"
+            f" sent_at = CASE WHEN v.status = '{sent}' THEN %s ELSE n.sent_at END,"
+            f" external_ref = CASE WHEN v.status = '{sent}' THEN v.external_ref"
+            " ELSE n.external_ref END"
+            f" FROM (VALUES {', '.join(rows)}) AS v(id, status, detail, external_ref, attempted)"
+            " WHERE n.tenant_id = %s AND n.id = v.id AND NOT (n.status = ANY(%s))"
+            " RETURNING n.id"
+        )
+        params = [self.now(), *params, self.tenant.pk, [str(s) for s in DONE]]
+        with self.atomic(savepoint=False), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return {row[0] for row in cursor.fetchall()}
 
     def recent_tests(self, channel: Channel, *, limit: int = 5):
         """The channel's latest test messages, newest first (its page shows how they went)."""
@@ -433,3 +493,17 @@ def _described(channel: Channel) -> dict[str, Any]:
         "secret_set": bool(channel.secret),
         "signing_secret_set": bool(channel.signing_secret),
     }
+
+
+def _concrete(model) -> list:
+    return list(model._meta.concrete_fields)
+
+
+def _from_row(model, fields: list, values):
+    """A model instance from a hand-written SELECT's columns (`fields`, in order), with
+    the fields' conversions from the database (JSON) as the ORM applies them."""
+    converted = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)

@@ -16,6 +16,28 @@ from ..schemas import argument_errors
 from ..urgency import order_by_urgency
 from .base import ApprovalBase, has_status
 
+# What notifications read of an approval (`for_notices`): who is asked, and what a
+# message says of the call (notifications_app.messages) and binds it to (the digest).
+NOTICE_FIELDS = (
+    "approval_id",
+    "tool_name",
+    "arguments",
+    "call_digest",
+    "run_version",
+    "risk",
+    "summary",
+    "key_arguments",
+    "allowed_decisions",
+    "status",
+    "expires_at",
+    "decided_by",
+    "decided_at",
+    "assigned_user_ids",
+    "assigned_group_ids",
+    "escalate_user_ids",
+    "escalate_group_ids",
+)
+
 
 class ApprovalReads(ApprovalBase):
     """What people and runtimes read; every read shows the effective status (`_read`)."""
@@ -30,6 +52,13 @@ class ApprovalReads(ApprovalBase):
         if approval is None:
             raise NotFound("No such approval.", details={"approval_id": approval_id})
         return approval
+
+    def for_notices(self, approval_ids) -> dict[str, ApprovalRequest]:
+        """What a notice's fan-out and its messages need of approvals, by public id: one
+        query, no joins, only `NOTICE_FIELDS` loaded (reading another field would cost a
+        query), each with its effective status (`_read`)."""
+        rows = self._read().filter(approval_id__in=list(approval_ids)).only(*NOTICE_FIELDS)
+        return {approval.approval_id: approval for approval in rows}
 
     def list_approvals(
         self, *, status: str | None = None, run_id: str | None = None

@@ -23,6 +23,7 @@ def test_the_drain_sends_one_email_per_recipient_and_empties_the_outbox():
     assert result["notice_rows_per_request"] == 1  # one outbox row per notice, not per person
     assert result["waiting_before"] == 5  # the request published nothing
     assert result["notices"] == 5 and result["deliveries"] == 15
+    assert result["delivery_jobs"] == 5  # one delivery job per notice, its 3 emails in it
     assert result["messages_received"] == result["recipients_received"] == 15
     assert result["expected_messages"] == 15
     assert result["notifications"] == {"sent": 15}
@@ -37,5 +38,6 @@ def test_the_drain_sends_one_email_per_recipient_and_empties_the_outbox():
     assert all(address.endswith("@example.test") for _, address, _ in sent)
     table = "\n".join(render(result))
     assert "15 messages received (of 15)" in table
+    assert "15 emails in 5 jobs" in table
     assert ("met" in table) or ("MISSED" in table)
     assert render({}) == []

@@ -15,7 +15,7 @@ from aiosmtpd.controller import Controller
 
 from approvals_app.routing import RoutingRules
 from notifications_app.channels.base import Message, Sent
-from notifications_app.fanout import DELIVER_TASK
+from notifications_app.fanout import DELIVER_MANY_TASK, DELIVER_TASK
 from notifications_app.models import Notification
 from notifications_app.store import NotificationStore
 from outbox_app.models import OutboxMessage
@@ -181,13 +181,28 @@ def summary(tenant, **filters) -> set[tuple]:
     }
 
 
-def delivery_jobs(tenant) -> list[list]:
+def delivery_batches(tenant) -> list[list]:
+    """The args of each delivery job: [tenant id, [notification ids]] (one per notice)."""
     with in_tenant(tenant):
         return list(
-            OutboxMessage.objects.filter(tenant=tenant, task=DELIVER_TASK)
+            OutboxMessage.objects.filter(tenant=tenant, task=DELIVER_MANY_TASK)
             .order_by("id")
             .values_list("args", flat=True)
         )
+
+
+def delivery_jobs(tenant) -> list[list]:
+    """[tenant id, notification id] of each notification queued for delivery, whether
+    its job carries it alone (`deliver_notification`) or with its notice's others."""
+    with in_tenant(tenant):
+        jobs = OutboxMessage.objects.filter(
+            tenant=tenant, task__in=[DELIVER_TASK, DELIVER_MANY_TASK]
+        )
+        found = []
+        for task, args in jobs.order_by("id").values_list("task", "args"):
+            ids = args[1] if task == DELIVER_MANY_TASK else [args[1]]
+            found += [[args[0], pk] for pk in ids]
+        return found
 
 
 @pytest.fixture
