@@ -83,16 +83,23 @@ def check_url(url: str, *, resolver: Resolver | None = None) -> Destination:
     return Destination(parts.scheme, host, port, addresses[0])
 
 
-def post(
+def request(
+    method: str,
     url: str,
     *,
-    content: bytes,
-    headers: dict[str, str],
+    headers: dict[str, str] | None = None,
+    content: bytes | None = None,
+    data: dict[str, str] | None = None,
     timeout: float,
     resolver: Resolver | None = None,
     transport: httpx.BaseTransport | None = None,
 ) -> httpx.Response:
-    """POST to `url` at the address `check_url` approved; no redirects followed."""
+    """`method` `url` at the address `check_url` approved; no redirects followed.
+
+    The connection goes to that address (the URL's host replaced by it), the
+    Host header and TLS SNI (hence the certificate check) carry the name: DNS is
+    asked once, by the check.
+    """
     destination = check_url(url, resolver=resolver)
     parts = urlsplit(url)
     address = destination.address
@@ -108,12 +115,40 @@ def post(
     with httpx.Client(
         transport=transport or TRANSPORT, timeout=timeout, follow_redirects=False
     ) as client:
-        return client.post(
+        return client.request(
+            method,
             target,
             content=content,
-            headers={**headers, "Host": host_header},
+            data=data,
+            headers={**(headers or {}), "Host": host_header},
             extensions=extensions,
         )
+
+
+def get(url: str, *, headers: dict[str, str] | None = None, timeout: float) -> httpx.Response:
+    """GET `url` at the checked address (see `request`)."""
+    return request("GET", url, headers=headers, timeout=timeout)
+
+
+def post(
+    url: str,
+    *,
+    content: bytes,
+    headers: dict[str, str],
+    timeout: float,
+    resolver: Resolver | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> httpx.Response:
+    """POST `content` to `url` at the checked address (see `request`)."""
+    return request(
+        "POST",
+        url,
+        content=content,
+        headers=headers,
+        timeout=timeout,
+        resolver=resolver,
+        transport=transport,
+    )
 
 
 def _allow_list() -> tuple[list[ipaddress._BaseNetwork], set[str]]:

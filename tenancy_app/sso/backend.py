@@ -5,7 +5,9 @@ the tenant whose sign-in started the flow (`request.sso_flow`, set by the
 callback view from the state entry). The backend answers only that callback:
 any other `authenticate()` (the password form) passes it by.
 
-Added to the library's checks: the ID token's issuer and audience (the library
+The library's own HTTP calls (token, JWKS, userinfo: `requests` straight to the
+URL) are replaced by provider.py's, pinned to the address `stateroom.egress`
+checked. Added to the library's checks: the ID token's issuer and audience (the library
 checks signature, expiry and nonce), userinfo's `sub` must be the ID token's,
 and users are found by (tenant, issuer, subject), never by email.
 """
@@ -17,7 +19,9 @@ from dataclasses import dataclass, field
 import jwt
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
+from django.utils.encoding import smart_str
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.utils import import_from_settings
 
 from stateroom.actor import Actor
 
@@ -72,16 +76,26 @@ class TenantOIDCBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_SIGN_ALGO = "RS256"
         self.OIDC_RP_IDP_SIGN_KEY = None
 
-    # --- the library's HTTP calls, through stateroom.egress ----------------
+    # --- the library's HTTP calls, through provider.py (stateroom.egress) ----
     def get_token(self, payload):
-        op.egress.check_url(self.OIDC_OP_TOKEN_ENDPOINT)
-        answer = super().get_token(payload)
+        answer = op.token(self.OIDC_OP_TOKEN_ENDPOINT, payload)
         self.flow.tokens["refresh"] = answer.get("refresh_token") or ""
         return answer
 
     def retrieve_matching_jwk(self, token):
-        op.egress.check_url(self.OIDC_OP_JWKS_ENDPOINT)
-        return super().retrieve_matching_jwk(token)
+        """The library's key choice (kid, then alg) from the JWKS fetched through egress."""
+        header = jwt.get_unverified_header(token)
+        verify_kid = import_from_settings("OIDC_VERIFY_KID", True)
+        key = None
+        for jwk in op.jwks(self.OIDC_OP_JWKS_ENDPOINT).get("keys", []):
+            if verify_kid and jwk.get("kid") != smart_str(header.get("kid")):
+                continue
+            if "alg" in jwk and jwk["alg"] != smart_str(header.get("alg")):
+                continue
+            key = jwk
+        if key is None:
+            raise SuspiciousOperation("Could not find a valid JWKS.")
+        return jwt.PyJWK(key)
 
     def _verify_jws(self, payload, key):
         """Signature (the library's JWKS key), and issuer, audience, expiry: all required."""
@@ -104,8 +118,14 @@ class TenantOIDCBackend(OIDCAuthenticationBackend):
         self.flow.tokens["access"] = access_token
 
     def get_userinfo(self, access_token, id_token, payload):
-        op.egress.check_url(self.OIDC_OP_USER_ENDPOINT)
-        info = super().get_userinfo(access_token, id_token, payload)
+        response = op.get(
+            self.OIDC_OP_USER_ENDPOINT, headers={"Authorization": f"Bearer {access_token}"}
+        )
+        response.raise_for_status()
+        if response.headers.get("content-type", "").lower().startswith("application/jwt"):
+            info = self.verify_token(response.text)  # a signed userinfo, as the library
+        else:
+            info = response.json()
         if info.get("sub") != payload.get("sub"):
             raise SuspiciousOperation("userinfo speaks of another subject.")
         self.flow.id_claims = payload

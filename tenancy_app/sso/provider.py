@@ -1,16 +1,20 @@
-"""Talking to a tenant's provider: discovery, token refresh, userinfo.
+"""Talking to a tenant's provider: discovery, JWKS, token, refresh, userinfo.
 
 Every URL is tenant-chosen (the issuer) or provider-chosen (its endpoints), so
-each goes through `stateroom.egress.check_url` first (private addresses refused
-unless STATEROOM_WEBHOOK_ALLOW lists them). Signatures and claims are checked by
-PyJWT (backend.py); nothing here does cryptography.
+every call goes through `stateroom.egress.request`: the name is resolved once and
+refused unless every address is public (or STATEROOM_WEBHOOK_ALLOW lists it), and
+the connection goes to the address that was checked (Host header and SNI carry
+the name; no redirects), so DNS cannot answer differently in between. The
+backend's calls (mozilla-django-oidc's token, JWKS, userinfo) come here too.
+Signatures and claims are checked by PyJWT (backend.py); nothing here does
+cryptography.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import requests
+import httpx
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
 
@@ -29,14 +33,20 @@ class Provider:
     userinfo_endpoint: str
 
 
-def get(url: str, **kw) -> requests.Response:
-    egress.check_url(url)
-    return requests.get(url, timeout=settings.OIDC_TIMEOUT, allow_redirects=False, **kw)
+class Refused(Exception):
+    """The provider no longer vouches for this session (token revoked, expired, refused)."""
 
 
-def post(url: str, **kw) -> requests.Response:
-    egress.check_url(url)
-    return requests.post(url, timeout=settings.OIDC_TIMEOUT, allow_redirects=False, **kw)
+# What a call to a provider may raise: unreachable, unsafe, refused, or not JSON.
+FAILURES = (httpx.HTTPError, egress.UnsafeDestination, Refused, ValueError)
+
+
+def get(url: str, *, headers: dict[str, str] | None = None) -> httpx.Response:
+    return egress.request("GET", url, headers=headers, timeout=settings.OIDC_TIMEOUT)
+
+
+def post(url: str, *, data: dict[str, str]) -> httpx.Response:
+    return egress.request("POST", url, data=data, timeout=settings.OIDC_TIMEOUT)
 
 
 def discover(issuer: str) -> Provider:
@@ -52,8 +62,19 @@ def discover(issuer: str) -> Provider:
     return Provider(issuer, *(meta[name] for name in ENDPOINTS))
 
 
-class Refused(Exception):
-    """The provider no longer vouches for this session (token revoked, expired, refused)."""
+def jwks(uri: str) -> dict:
+    response = get(uri)
+    response.raise_for_status()
+    return response.json()
+
+
+def token(token_endpoint: str, data: dict[str, str]) -> dict:
+    """The token endpoint's answer to `data` (a code or a refresh token); Refused if 4xx."""
+    response = post(token_endpoint, data=data)
+    if response.status_code in (400, 401, 403):
+        raise Refused(f"the token endpoint answered {response.status_code}")
+    response.raise_for_status()
+    return response.json()
 
 
 def userinfo(provider: Provider, access_token: str) -> dict:
@@ -65,16 +86,12 @@ def userinfo(provider: Provider, access_token: str) -> dict:
 
 
 def refresh(provider: Provider, client_id: str, secret: str, refresh_token: str) -> dict:
-    response = post(
+    return token(
         provider.token_endpoint,
-        data={
+        {
             "grant_type": "refresh_token",
             "refresh_token": refresh_token,
             "client_id": client_id,
             "client_secret": secret,
         },
     )
-    if response.status_code in (400, 401, 403):
-        raise Refused(f"the token endpoint answered {response.status_code}")
-    response.raise_for_status()
-    return response.json()

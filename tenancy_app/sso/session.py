@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlencode
 
-import requests
 from django.conf import settings
 from django.contrib.auth import logout
 from django.shortcuts import redirect
@@ -83,7 +82,7 @@ def recheck(request, tenant: Tenant, info: dict) -> str | None:
         return None
     try:
         claims = _claims_now(config, info)
-    except (op.Refused, requests.RequestException, op.egress.UnsafeDestination, ValueError) as exc:
+    except op.FAILURES as exc:
         logger.info("sso re-check of user %s refused: %s", request.user.pk, exc)
         with in_tenant(tenant):
             store.record("sso.session_ended", str(request.user.pk), reason=str(exc)[:200])

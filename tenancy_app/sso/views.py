@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from urllib.parse import parse_qs, urlsplit
 
-import requests
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404
@@ -24,7 +23,6 @@ from django.views.generic import View
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from stateroom import egress
 from stateroom.actor import Actor
 
 from ..models import Tenant
@@ -78,12 +76,7 @@ class SsoStart(OIDCAuthenticationRequestView):
         tenant, config = _configured(slug)
         try:
             provider = op.discover(config.issuer)
-        except (
-            requests.RequestException,
-            ValueError,
-            SuspiciousOperation,
-            egress.UnsafeDestination,
-        ) as exc:
+        except (*op.FAILURES, SuspiciousOperation) as exc:
             logger.warning("sso discovery for %s failed: %s", slug, exc)
             return _refused(request, "provider_unreachable", status=502)
         self.OIDC_OP_AUTH_ENDPOINT = provider.authorization_endpoint
@@ -117,12 +110,7 @@ class SsoCallback(OIDCAuthenticationCallbackView):
             provider = op.discover(config.issuer)
             request.sso_flow = Flow(tenant, config, provider, SsoStore.client_secret(config))
             return super().get(request)
-        except (
-            requests.RequestException,
-            ValueError,
-            SuspiciousOperation,
-            egress.UnsafeDestination,
-        ) as exc:
+        except (*op.FAILURES, SuspiciousOperation) as exc:
             logger.warning("sso callback for %s refused: %s", tenant.slug, exc)
             return _refused(request, "token_refused", tenant_id=tenant.pk, detail=str(exc))
 

@@ -143,3 +143,29 @@ def test_urls_stored_before_the_check_are_refused_at_send(
     decided_approval(tenant_a, operator_a)
     assert notify_decision.delay(tenant_a.pk, "apr-1").get() == "refused:unsafe-destination"
     assert transport.requests == []
+
+
+def test_a_get_or_form_post_goes_to_the_checked_address_without_following_redirects(
+    dns, monkeypatch
+):
+    class Redirecting(RecordingTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            self.requests.append(request)
+            return httpx.Response(302, headers={"Location": "http://169.254.169.254/"})
+
+    network = Redirecting()
+    monkeypatch.setattr(egress, "TRANSPORT", network)
+    answer = egress.request("GET", "https://hooks.example:8443/a?b=1", timeout=1)
+    assert answer.status_code == 302  # returned as is, not followed
+    egress.request("POST", "http://hooks.example/t", data={"grant": "x y"}, timeout=1)
+    get, post = network.requests
+    assert str(get.url) == "https://93.184.215.14:8443/a?b=1"
+    assert get.headers["Host"] == "hooks.example:8443"
+    assert get.extensions["sni_hostname"] == "hooks.example"
+    assert str(post.url) == "http://93.184.215.14/t" and post.headers["Host"] == "hooks.example"
+    assert post.content == b"grant=x+y" and "sni_hostname" not in post.extensions
+    assert dns.lookups == ["hooks.example", "hooks.example"]  # once per request
+    dns.table["hooks.example"] = ["10.0.0.1"]
+    with pytest.raises(egress.UnsafeDestination):
+        egress.request("GET", "https://hooks.example/", timeout=1)
+    assert len(network.requests) == 2

@@ -4,17 +4,22 @@
 an RSA key of its own, its own SQLite file) and waits for its discovery document.
 Its people and their groups/amr are the JSON file `people_file`: rewrite it
 (`Provider.set_people`) and the next token or userinfo answer says so.
+`Provider.expire_access_token` ends an access token's lifetime at the provider.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import requests
@@ -38,6 +43,18 @@ class Provider:
 
     def set_people(self, people: dict) -> None:
         self.people_file.write_text(json.dumps(people))
+
+    def expire_access_token(self, token: str) -> None:
+        """The access token's lifetime is over at the provider: its expiry, in the
+        provider's own database, moved an hour into the past (its clock is not ours)."""
+        past = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f")
+        checksum = hashlib.sha256(token.encode()).hexdigest()
+        with closing(sqlite3.connect(self.people_file.parent / "op.sqlite3")) as db, db:
+            changed = db.execute(
+                "UPDATE oauth2_provider_accesstoken SET expires = ? WHERE token_checksum = ?",
+                (past, checksum),
+            ).rowcount
+        assert changed == 1, "no such access token at the provider"
 
     @staticmethod
     def password(username: str) -> str:
