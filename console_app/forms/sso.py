@@ -25,7 +25,7 @@ def as_lines(mapping: dict) -> str:
 class SsoForm(forms.Form):
     enabled = forms.BooleanField(required=False)
     display_name = forms.CharField(max_length=100)
-    issuer = forms.URLField(max_length=500)
+    issuer = forms.URLField(max_length=500, assume_scheme="https")
     client_id = forms.CharField(max_length=255)
     client_secret = forms.CharField(required=False, widget=forms.PasswordInput)
     scopes = forms.CharField(max_length=200)
