@@ -55,6 +55,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="items in the session the deletion section deletes (default: the timeline's)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes draining the notifications section's outbox (default: one per core;"
+        " 1: in the bench's process)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go")
     parser.add_argument("--no-write", action="store_true", help="print only, write no files")
     args = parser.parse_args(argv)
@@ -123,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         log(f"reusing the data set loaded at {dataset.get('created_at')}")
 
-    results = runner.run(url, scale, dataset, args.only, log)
+    results = runner.run(url, scale, dataset, args.only, log, workers=args.workers)
     table = report.render_markdown(results)
     print(report.render_console(results))
     if not args.no_write:

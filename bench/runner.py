@@ -61,7 +61,7 @@ def _section(name: str, fn: Callable[[], dict], log: Callable[[str], None]) -> d
     return result
 
 
-def run(url: str, scale: Scale, dataset: dict, sections: list[str], log) -> dict:
+def run(url: str, scale: Scale, dataset: dict, sections: list[str], log, workers=None) -> dict:
     from . import generate, report
 
     cat = generate.catalogue(url, scale)
@@ -116,7 +116,7 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log) -> dict
         from . import notifications
 
         results["sections"]["notifications"] = _section(
-            "notifications", lambda: notifications.run(url, scale, cat, log), log
+            "notifications", lambda: notifications.run(url, scale, cat, log, workers), log
         )
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     json.dumps(results, default=str)  # fail here, not after the run, if something is not JSON
