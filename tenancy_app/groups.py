@@ -142,27 +142,35 @@ class GroupStore(BaseStore):
         on-call member of an on-call list, each once, in the order named."""
         group_ids = list(dict.fromkeys(int(g) for g in group_ids))
         user_ids = [int(u) for u in user_ids]
-        by_group: dict[int, list[int]] = {}
-        if group_ids:
-            rows = GroupMember.objects.filter(tenant=self.tenant, group_id__in=group_ids).order_by(
-                "group_id", "position"
+        found: list[int] = []
+        if user_ids:
+            members = set(
+                Membership.objects.filter(tenant=self.tenant, user_id__in=user_ids).values_list(
+                    "user_id", flat=True
+                )
             )
+            found = [u for u in user_ids if u in members]
+        if group_ids:
+            # One query: the groups' members who are still members of the tenant (the
+            # on-call turn passes among those), with their group, in position order.
+            rows = (
+                GroupMember.objects.filter(
+                    tenant=self.tenant,
+                    group_id__in=group_ids,
+                    user_id__in=Membership.objects.filter(tenant=self.tenant).values("user_id"),
+                )
+                .select_related("group")
+                .order_by("group_id", "position")
+            )
+            groups: dict[int, MemberGroup] = {}
+            by_group: dict[int, list[int]] = {}
             for row in rows:
+                groups[row.group_id] = row.group
                 by_group.setdefault(row.group_id, []).append(row.user_id)
-        named = user_ids + [u for members in by_group.values() for u in members]
-        members = set(
-            Membership.objects.filter(tenant=self.tenant, user_id__in=named).values_list(
-                "user_id", flat=True
-            )
-        )
-        found = [u for u in user_ids if u in members]
-        if group_ids:
-            groups = MemberGroup.objects.filter(tenant=self.tenant, pk__in=group_ids)
             now = self.now()
-            for group in sorted(groups, key=lambda g: group_ids.index(g.pk)):
-                # The turn passes among those still members (one who left is skipped).
-                current = [u for u in by_group.get(group.pk, []) if u in members]
-                found += group.on_call(current, now)
+            for group_id in group_ids:
+                if group_id in groups:
+                    found += groups[group_id].on_call(by_group[group_id], now)
         return list(dict.fromkeys(found))
 
 

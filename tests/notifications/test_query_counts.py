@@ -25,10 +25,10 @@ from .conftest import (
 
 pytestmark = pytest.mark.django_db
 
-# set_config; the approval (lean); channels; chat links; group members; memberships;
-# groups (on-call turns); preferences and email addresses; the notifications (one INSERT);
-# the delivery job (one INSERT); set_config reset.
-FANOUT_STATEMENTS = 11
+# set_config; the approval (lean); channels; chat links; the named people's memberships;
+# the groups' current members with their group (on-call turns); preferences and email
+# addresses; the notifications (one INSERT); the delivery job (one INSERT); set_config reset.
+FANOUT_STATEMENTS = 10
 # the tenant; set_config, the notifications with channel, recipient and role, the
 # approval (lean), reset; set_config, the results (one UPDATE), reset.
 DELIVERY_STATEMENTS = 8
