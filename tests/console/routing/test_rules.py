@@ -200,6 +200,7 @@ def test_query_counts(admin_a, team, tenant_a, count, django_assert_num_queries)
     # The rule; members and groups for the choices.
     with django_assert_num_queries(layout + 3):
         client.get(f"{RULES}{first}/")
-    # The enabled rules; members; the group's members and the group; members again.
-    with django_assert_num_queries(layout + 5):
+    # The enabled rules; members; the named people's memberships; the group's current
+    # members with their group (one query).
+    with django_assert_num_queries(layout + 4):
         client.get(RULES + "preview", {"tool_name": "x", "risk": "low"})
