@@ -1,6 +1,6 @@
 """Start the stand-in provider: `python -m tests.oidc_provider.serve PORT`.
 
-Environment: OP_DB (SQLite file), OP_KEY (RSA private key, PEM), OP_USERS (the
+Environment: OP_DB (its PostgreSQL database, a URL), OP_KEY (RSA private key, PEM), OP_USERS (the
 people), OP_CLIENTS (JSON list of {client_id, client_secret, redirect_uri}).
 Every person's password is their username reversed plus "-pw" (a stand-in).
 """

@@ -1,6 +1,6 @@
 """A stand-in OpenID Connect provider for the SSO tests: django-oauth-toolkit's OIDC server.
 
-Not Stateroom: its own process, its own SQLite database. Started by
+Not Stateroom: its own process, its own PostgreSQL database (`OP_DB`, a URL). Started by
 tests/tenancy/sso/provider.py (`python -m tests.oidc_provider.serve`); its people,
 their groups and `amr` are read from the JSON file `OP_USERS` at every token and
 userinfo answer, so a test changes someone's groups by rewriting that file.
@@ -8,6 +8,7 @@ userinfo answer, so a test changes someone's groups by rewriting that file.
 
 import os
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 SECRET_KEY = "oidc-provider-stand-in-" + "x" * 32
 DEBUG = False
@@ -25,7 +26,17 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ["OP_DB"]}}
+_db = urlsplit(os.environ["OP_DB"])
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": _db.path.lstrip("/"),
+        "USER": unquote(_db.username or ""),
+        "PASSWORD": unquote(_db.password or ""),
+        "HOST": _db.hostname or "",
+        "PORT": str(_db.port or ""),
+    }
+}
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

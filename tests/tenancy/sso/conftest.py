@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from stateroom.actor import Actor
 from tenancy_app.groups import GroupStore
@@ -33,15 +34,36 @@ def providers(live_server, tmp_path_factory):
         {"client_id": "stateroom-b", "client_secret": SECRET_B, "redirect_uri": callback},
     ]
     root = tmp_path_factory.mktemp("oidc")
-    p1 = op.start(root / "p1", people=PEOPLE, clients=both)
+    owner = owner_url()
+    names = [f"{connection.settings_dict['NAME']}_op_{n}" for n in ("p1", "p2")]
+    p1 = op.start(
+        root / "p1", database=op.create_database(owner, names[0]), people=PEOPLE, clients=both
+    )
     try:
-        p2 = op.start(root / "p2", people=PEOPLE, clients=both[:1])
+        p2 = op.start(
+            root / "p2",
+            database=op.create_database(owner, names[1]),
+            people=PEOPLE,
+            clients=both[:1],
+        )
     except Exception:
         op.stop(p1)
         raise
     yield p1, p2
     op.stop(p1)
     op.stop(p2)
+    for name in names:
+        op.drop_database(owner, name)
+
+
+def owner_url() -> str:
+    """The owner role's URL to the test database (the stand-in providers' databases are
+    created beside it)."""
+    from django.conf import settings
+
+    from stateroom.database import url_of
+
+    return url_of(connection.settings_dict, role=settings.DATABASE_OWNER)
 
 
 @pytest.fixture

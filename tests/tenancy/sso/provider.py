@@ -1,7 +1,7 @@
 """A real OpenID Connect provider on 127.0.0.1: tests/oidc_provider in its own process.
 
 `start(...)` runs `python -m tests.oidc_provider.serve PORT` (django-oauth-toolkit,
-an RSA key of its own, its own SQLite file) and waits for its discovery document.
+an RSA key of its own, a PostgreSQL database of its own, `database`) and waits for its discovery document.
 Its people and their groups/amr are the JSON file `people_file`: rewrite it
 (`Provider.set_people`) and the next token or userinfo answer says so.
 `Provider.expire_access_token` ends an access token's lifetime at the provider.
@@ -13,15 +13,15 @@ import hashlib
 import json
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -36,6 +36,7 @@ class Provider:
     url: str
     people_file: Path
     process: subprocess.Popen
+    database: str
 
     @property
     def issuer(self) -> str:
@@ -47,11 +48,11 @@ class Provider:
     def expire_access_token(self, token: str) -> None:
         """The access token's lifetime is over at the provider: its expiry, in the
         provider's own database, moved an hour into the past (its clock is not ours)."""
-        past = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f")
+        past = datetime.now(UTC) - timedelta(hours=1)
         checksum = hashlib.sha256(token.encode()).hexdigest()
-        with closing(sqlite3.connect(self.people_file.parent / "op.sqlite3")) as db, db:
+        with psycopg.connect(self.database, autocommit=True) as db:
             changed = db.execute(
-                "UPDATE oauth2_provider_accesstoken SET expires = ? WHERE token_checksum = ?",
+                "UPDATE oauth2_provider_accesstoken SET expires = %s WHERE token_checksum = %s",
                 (past, checksum),
             ).rowcount
         assert changed == 1, "no such access token at the provider"
@@ -67,7 +68,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(directory: Path, *, people: dict, clients: list[dict]) -> Provider:
+def start(directory: Path, *, database: str, people: dict, clients: list[dict]) -> Provider:
+    """`database`: the URL of an empty PostgreSQL database of its own (`create_database`)."""
     directory.mkdir(parents=True, exist_ok=True)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     (directory / "key.pem").write_bytes(
@@ -84,7 +86,7 @@ def start(directory: Path, *, people: dict, clients: list[dict]) -> Provider:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "DJANGO_SETTINGS_MODULE": "tests.oidc_provider.settings",
-        "OP_DB": str(directory / "op.sqlite3"),
+        "OP_DB": database,
         "OP_KEY": str(directory / "key.pem"),
         "OP_USERS": str(people_file),
         "OP_CLIENTS": json.dumps(clients),
@@ -97,7 +99,7 @@ def start(directory: Path, *, people: dict, clients: list[dict]) -> Provider:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    provider = Provider(f"http://127.0.0.1:{port}", people_file, process)
+    provider = Provider(f"http://127.0.0.1:{port}", people_file, process, database)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -117,3 +119,18 @@ def start(directory: Path, *, people: dict, clients: list[dict]) -> Provider:
 def stop(provider: Provider) -> None:
     provider.process.terminate()
     provider.process.wait(timeout=10)
+
+
+def create_database(owner_url: str, name: str) -> str:
+    """A fresh PostgreSQL database `name` on the tests' server, owned by the owner role
+    (which has CREATEDB); its URL."""
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(owner_url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def drop_database(owner_url: str, name: str) -> None:
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
