@@ -45,6 +45,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
+from . import floor_tables
 from .database import connect
 from .generate import Catalogue
 from .raw_floor import RawFloor
@@ -142,6 +143,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log, *, repeats: int = 3) -> dic
     rows = []
     per_round = max(1, scale.op_iterations // 3)
     try:
+        floor_tables.prepare(url, log)
         with connect(url) as conn, connect(url) as conn_tx:
             floor = RawFloor(conn, cat.tenant_pk, one_statement=True)
             floor_tx = RawFloor(conn_tx, cat.tenant_pk)

@@ -1,7 +1,13 @@
 """The floor: the same operations as hand-written psycopg 3 SQL.
 
-What a careful engineer would write without Stateroom's stores, keeping the
-same guarantees so the comparison is fair:
+What a psycopg expert would write without Stateroom's stores, keeping the
+same guarantees so the comparison is fair, on tables of its own
+(`floor_tables`: the same columns and rows, only the indexes the guarantees
+need, no triggers, no foreign keys, no search), under the same app role and
+forced RLS. Everything Stateroom's schema adds counts against Stateroom.
+
+- items go as one JSON array parameter (`jsonb_array_elements … WITH
+  ORDINALITY`), and the request digest is taken of the same canonical text;
 
 - every transaction sets `app.tenant_id` first (forced RLS applies), and
   filters on `tenant_id` explicitly too;
@@ -31,7 +37,9 @@ five runs), i.e. the fastest plain psycopg there is.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -39,8 +47,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from . import floor_tables
 from .database import TENANT_SETTING
-from .generate import tables
 
 TERMINAL_RUN = ("succeeded", "failed", "cancelled")
 TERMINAL_TASK = ("completed", "failed", "cancelled")
@@ -69,7 +77,7 @@ class RawFloor:
     ) -> None:
         self.conn = conn
         self.tenant = tenant_pk
-        self.t = tables()
+        self.t = floor_tables.names()
         self.one_statement = one_statement
         if one_statement:
             conn.execute("SELECT set_config(%s, %s, false)", [TENANT_SETTING, str(tenant_pk)])
@@ -86,15 +94,17 @@ class RawFloor:
     # --- sessions -----------------------------------------------------------
     def append_items(self, *, session_id: str, items: list[dict], idempotency_key: str) -> tuple:
         t = self.t
-        digest = sha256(canonical({"items": items, "run_id": ""}))
+        body = canonical(items)  # one JSON array: the items, and the digest's text
+        digest = sha256('{"items":' + body + ',"run_id":""}')
         now = datetime.now(UTC)
         with self._tx() as cur:
             row = self._x(
                 cur,
                 f"WITH s AS (UPDATE {t['session']} SET last_seq = last_seq + %s, last_active_at = %s,"
-                " status = 'active' WHERE tenant_id = %s AND session_id = %s"
+                " status = 'active', lease_until = %s + lease_seconds * interval '1 second'"
+                " WHERE tenant_id = %s AND session_id = %s"
                 " AND status IN ('active', 'idle') AND lease_until >= %s"
-                " AND content_deleted_at IS NULL"
+                " AND content_fenced_at IS NULL"
                 f" AND NOT EXISTS (SELECT 1 FROM {t['item_append']} k WHERE k.tenant_id = %s"
                 f" AND k.session_id = {t['session']}.id AND k.idempotency_key = %s)"
                 " RETURNING id, last_seq),"
@@ -103,13 +113,14 @@ class RawFloor:
                 " SELECT %s, s.id, %s, %s, s.last_seq - %s + 1, s.last_seq, %s FROM s"
                 " ON CONFLICT (tenant_id, session_id, idempotency_key) DO NOTHING RETURNING id),"
                 f" i AS (INSERT INTO {t['item']} (tenant_id, session_id, seq, role, item_type,"
-                " payload, run_id, created_at) SELECT %s, s.id, s.last_seq - %s + u.ord, u.role,"
-                " u.item_type, u.payload::jsonb, '', %s FROM s, unnest(%s::text[], %s::text[],"
-                " %s::text[]) WITH ORDINALITY AS u(role, item_type, payload, ord)"
+                " payload, run_id, created_at) SELECT %s, s.id, s.last_seq - %s + u.ord,"
+                " u.e->>'role', u.e->>'item_type', u.e->'payload', '', %s"
+                " FROM s, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS u(e, ord)"
                 " WHERE EXISTS (SELECT 1 FROM k))"
                 " SELECT s.id, s.last_seq, EXISTS (SELECT 1 FROM k) FROM s",
                 [
                     len(items),
+                    now,
                     now,
                     self.tenant,
                     session_id,
@@ -124,9 +135,7 @@ class RawFloor:
                     self.tenant,
                     len(items),
                     now,
-                    [i["role"] for i in items],
-                    [i["item_type"] for i in items],
-                    [json.dumps(i["payload"]) for i in items],
+                    body,
                 ],
             ).fetchone()
             if row is None:
@@ -150,7 +159,7 @@ class RawFloor:
                 ).fetchone()
             if row is None:
                 raise RefusedError("session not writable") from None
-            if row[2] != sha256(canonical({"items": kw["items"], "run_id": ""})):
+            if row[2] != sha256('{"items":' + canonical(kw["items"]) + ',"run_id":""}'):
                 raise RefusedError("idempotency_key_reused") from None
             return row[0], row[1], False
 
@@ -359,6 +368,107 @@ class RawFloor:
         if existing[1] != wanted:
             raise RefusedError("idempotency_key_reused")
         return existing[0], False
+
+
+class PlainFloor(RawFloor):
+    """The plain-statement floor: one plain INSERT, UPDATE or SELECT per operation, on the
+    floor's tables, without the guarantees (no session lock, lease or idempotency key,
+    no version check or transition row, checkpoint seqs from a counter of its own).
+
+    The second column of the store table: what the guarantees cost the floor."""
+
+    def __init__(self, conn: psycopg.Connection, tenant_pk: int) -> None:
+        super().__init__(conn, tenant_pk, one_statement=True)
+        # Negative seqs, new on every run: below every seq the guarded floor hands out (so
+        # the reads of the newest items and checkpoints never meet them), never repeated.
+        self._seq = itertools.count(-(time.time_ns() // 1000) * 1000, -1)
+
+    def append_items_or_replay(self, *, session_id: str, items: list[dict], **_ignored) -> tuple:
+        first = next(self._seq)
+        for _ in items[1:]:
+            next(self._seq)
+        first -= len(items) - 1  # the items' seqs ascend from `first`
+        with self._tx() as cur:
+            self._x(
+                cur,
+                f"INSERT INTO {self.t['item']} (tenant_id, session_id, seq, role, item_type,"
+                " payload, run_id, created_at) SELECT %s, s.id, %s + u.ord - 1, u.e->>'role',"
+                " u.e->>'item_type', u.e->'payload', '', %s"
+                f" FROM {self.t['session']} s, jsonb_array_elements(%s::jsonb)"
+                " WITH ORDINALITY AS u(e, ord) WHERE s.tenant_id = %s AND s.session_id = %s",
+                [self.tenant, first, datetime.now(UTC), canonical(items), self.tenant, session_id],
+            )
+        return first, first + len(items) - 1, True
+
+    def compare_and_set(self, *, run_id: str, expected_version: int, changes: dict) -> int:
+        with self._tx() as cur:
+            row = self._x(
+                cur,
+                f"UPDATE {self.t['run']} SET turn_index = %s, token_used = %s,"
+                " current_node_id = %s, updated_at = %s, version = version + 1"
+                " WHERE tenant_id = %s AND run_id = %s RETURNING version",
+                [
+                    changes["turn_index"],
+                    changes["token_used"],
+                    changes["current_node_id"],
+                    datetime.now(UTC),
+                    self.tenant,
+                    run_id,
+                ],
+            ).fetchone()
+        return row[0]
+
+    def append_checkpoint(self, *, task_id: str, schema_version: int, state: dict) -> tuple:
+        body = canonical(state)
+        checkpoint_id = f"ckpt_{uuid.uuid4().hex[:20]}"
+        seq = next(self._seq)
+        with self._tx() as cur:
+            self._x(
+                cur,
+                f"INSERT INTO {self.t['checkpoint']} (tenant_id, task_id, checkpoint_id, seq,"
+                " schema_version, node_id, state, size_bytes, created_at)"
+                f" SELECT %s, k.id, %s, %s, %s, '', %s, %s, %s FROM {self.t['task']} k"
+                " WHERE k.tenant_id = %s AND k.task_id = %s",
+                [
+                    self.tenant,
+                    checkpoint_id,
+                    seq,
+                    schema_version,
+                    Jsonb(body, dumps=_already_json),
+                    len(body.encode()),
+                    datetime.now(UTC),
+                    self.tenant,
+                    task_id,
+                ],
+            )
+        return checkpoint_id, seq
+
+    def record_effect(
+        self, *, run_id: str, idempotency_key: str, tool_name: str, request: dict
+    ) -> tuple[str, bool]:
+        effect_id = f"eff_{uuid.uuid4().hex[:20]}"
+        now = datetime.now(UTC)
+        with self._tx() as cur:
+            self._x(
+                cur,
+                f"INSERT INTO {self.t['effect']} (tenant_id, effect_id, run_id, node_id,"
+                " idempotency_key, tool_name, request, request_digest, status, settled_by,"
+                " settle_reason, created_at, updated_at)"
+                f" SELECT %s, %s, r.id, '', %s, %s, %s, '', 'started', '', '', %s, %s"
+                f" FROM {self.t['run']} r WHERE r.tenant_id = %s AND r.run_id = %s",
+                [
+                    self.tenant,
+                    effect_id,
+                    f"plain-{uuid.uuid4().hex}",
+                    tool_name,
+                    Jsonb(request),
+                    now,
+                    now,
+                    self.tenant,
+                    run_id,
+                ],
+            )
+        return effect_id, True
 
 
 def _already_json(value: str) -> str:
