@@ -113,10 +113,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log, *, repeats: int = 3) -> dic
     from tenancy_app.models import Tenant
     from tenancy_app.scoping import in_tenant
 
-    tag = uuid.uuid4().hex[:6]
-    binding = _binding_connection()
-    tenant = Tenant.objects.get(pk=cat.tenant_pk)
-    mode = {"scope": "tx"}
+    tag, binding = uuid.uuid4().hex[:6], _binding_connection()
+    tenant, mode = Tenant.objects.get(pk=cat.tenant_pk), {"scope": "tx"}
 
     def scope(tenant):
         if mode["scope"] == "open":
