@@ -1,11 +1,10 @@
 from django.contrib.postgres.indexes import OpClass
-from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models import F, Func
+from django.db.models import F, Q
 from django.db.models.functions import Upper
 
 from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
-from tenancy_app.models import TenantOwned
+from tenancy_app.models import Tenant, TenantOwned
 
 
 class SessionStatus(models.TextChoices):
@@ -41,6 +40,9 @@ class Session(TenantOwned):
     metadata = models.JSONField(default=dict, blank=True)
     legal_hold = models.BooleanField(default=False)
     last_seq = models.BigIntegerField(default=0)
+    # Items up to this seq are in the search index (`sessions_app.search_index`): the
+    # indexer's high-water mark, behind `last_seq` for the moments after an append.
+    indexed_seq = models.BigIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField()
     last_active_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -62,6 +64,12 @@ class Session(TenantOwned):
             models.Index(fields=["tenant", "user_id", "id"], name="session_user_idx"),
             models.Index(fields=["tenant", "status", "id"], name="session_status_id_idx"),
             models.Index(fields=["tenant", "ended_at"], name="session_ended_idx"),
+            # The indexer's work list: sessions with items not yet in the search index.
+            models.Index(
+                fields=["tenant", "id"],
+                condition=Q(last_seq__gt=F("indexed_seq"), content_fenced_at__isnull=True),
+                name="session_unindexed_idx",
+            ),
             # User search: a case-insensitive prefix (`user_id__istartswith`).
             models.Index(
                 F("tenant"),
@@ -109,22 +117,32 @@ class SessionAttachment(TenantOwned):
 
 
 class SessionItem(TenantOwned):
-    """One conversation event; `seq` is gap-free per session."""
+    """One conversation event; `seq` is gap-free per session.
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="items")
+    No foreign-key constraints in the database (`db_constraint=False`): items
+    are written only by the append statement, which holds the session's row
+    lock (and the session its tenant's key) while it inserts them, so a
+    per-row check would test what the statement already guarantees; the
+    session's deletion removes its items first (lifecycle_app.deletion).
+    No single-column indexes on them either: every read of items names the
+    tenant and the session (`item_session_seq_uniq`) or the tenant alone
+    (`item_tenant_newest`, migration 0006).
+    """
+
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="items", db_constraint=False, db_index=False
+    )
     seq = models.BigIntegerField()
     role = models.CharField(max_length=32)
     item_type = models.CharField(max_length=64)
     payload = models.JSONField(default=dict)
     run_id = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField()
-    # Full-text search over the payload's strings (the first 100,000 characters), computed by
-    # PostgreSQL (migration 0004's stateroom_item_search); it goes when the row goes.
-    search = models.GeneratedField(
-        expression=Func(F("payload"), function="stateroom_item_search"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
+    # Full-text search reads sessions_app_itemsearch, filled off the append path by the
+    # indexer (sessions_app.search_index; migration 0009).
 
     class Meta:
         constraints = [
@@ -132,18 +150,26 @@ class SessionItem(TenantOwned):
                 fields=["tenant", "session", "seq"], name="item_session_seq_uniq"
             ),
         ]
-        # No GIN index on `search`: under the items' row-level security PostgreSQL
-        # cannot use one for @@ (not LEAKPROOF); search reads sessions_app_itemsearch
-        # (migration 0006), whose policy carries the match.
+        # No search column or GIN index here: under the items' row-level security
+        # PostgreSQL cannot use one for @@ (not LEAKPROOF); search reads
+        # sessions_app_itemsearch (migration 0006), whose policy carries the match.
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq}"
 
 
 class ItemAppend(TenantOwned):
-    """Remembers an append made with an idempotency key, so a retry returns the same seqs."""
+    """Remembers an append made with an idempotency key, so a retry returns the same seqs.
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    No foreign-key constraints in the database, as for the items: the append
+    statement that writes it holds the session's row lock."""
+
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     idempotency_key = models.CharField(max_length=200)
     request_digest = models.CharField(max_length=64)
     first_seq = models.BigIntegerField()

@@ -453,6 +453,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": 5,
     "visibility_timeout": STATEROOM_JOB_VISIBILITY_TIMEOUT,
 }
+# How often beat wakes the search indexer: an appended item is findable about this long after.
+STATEROOM_SEARCH_INDEX_INTERVAL = float(os.environ.get("STATEROOM_SEARCH_INDEX_INTERVAL", "1"))
 CELERY_BEAT_SCHEDULE = {
     "expire-sessions": {"task": "lifecycle_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},
@@ -468,6 +470,13 @@ CELERY_BEAT_SCHEDULE = {
     },
     "apply-retention": {"task": "lifecycle_app.tasks.apply_retention", "schedule": 24 * 3600.0},
     "relay-outbox": {"task": "outbox_app.tasks.relay_outbox", "schedule": 5.0},
+    # Search, off the append path (sessions_app.search_index): a tick nobody ran within a
+    # few intervals is dropped, the next one does its work.
+    "index-items": {
+        "task": "sessions_app.tasks.index_items",
+        "schedule": STATEROOM_SEARCH_INDEX_INTERVAL,
+        "options": {"expires": 5 * STATEROOM_SEARCH_INDEX_INTERVAL},
+    },
     "anchor-audit": {"task": "audit_app.tasks.anchor_audit_heads", "schedule": 600.0},
 }
 

@@ -184,8 +184,10 @@ def redis_server(port: int | None = None) -> Iterator[tuple[int, subprocess.Pope
 
 
 @contextmanager
-def celery_worker(broker_url: str, queue: str, **env: str) -> Iterator[Path]:
-    """`celery -A stateroom worker` in a subprocess on `broker_url`, its own queue; yields its log."""
+def celery_worker(broker_url: str, queue: str, *, beat: bool = False, **env: str) -> Iterator[Path]:
+    """`celery -A stateroom worker` in a subprocess on `broker_url`, its own queue; yields its log.
+
+    `beat=True`: with beat inside (`-B`), its schedule publishing to `queue`."""
     log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
     environment = subprocess_env(
         CELERY_TASK_ALWAYS_EAGER="0", CELERY_BROKER_URL=broker_url, DB_CONN_MAX_AGE="0", **env
@@ -207,6 +209,10 @@ def celery_worker(broker_url: str, queue: str, **env: str) -> Iterator[Path]:
         "-l",
         "INFO",
     ]
+    if beat:
+        schedule = Path(tempfile.mkdtemp(prefix="beat-")) / "schedule"
+        command += ["-B", "-s", str(schedule)]
+        environment["CELERY_TASK_DEFAULT_QUEUE"] = queue
     with log.open("w") as out:
         worker = subprocess.Popen(
             command, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT

@@ -161,6 +161,10 @@ def generate(url: str, scale: Scale, log: Callable[[str], None], *, owner_url: s
     main = tenants[0]
     with in_tenant(main):
         TenancyStore(main, Actor.system("bench")).set_member(username=BENCH_USER, role=Role.ADMIN)
+    log("indexing the items for search, as the indexer does after appends ...")
+    from sessions_app.tasks import index_items
+
+    index_items()
     loaded = time.perf_counter() - started
     log("VACUUM ANALYZE ...")
     with connect(owner_url) as conn:

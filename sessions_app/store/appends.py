@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from stateroom import ports
-from stateroom.canonical import digest as canonical_digest
+from stateroom.canonical import canonical_bytes
 from stateroom.errors import Conflict, NotFound, StateroomError, Unprocessable
 from stateroom.ids import MAX_WORKER_LENGTH, PUBLIC_ID_RULE, is_valid_public_id
 from stateroom.sql import hot_cursor
@@ -67,11 +67,12 @@ class SessionAppends(SessionStoreBase):
             ]
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
-        digest = _request_digest(rows, run_id) if idempotency_key is not None else ""
+        body = canonical_bytes(rows)  # the items' one parameter, and the digest's text
+        digest = _request_digest(body, run_id) if idempotency_key is not None else ""
         for _attempt in range(3):
             now = self.now()
             appended = self._append_in_one_statement(
-                session_id, rows, run_id, idempotency_key, digest, now, worker
+                session_id, (len(rows), body), run_id, idempotency_key, digest, now, worker
             )
             if appended is not None:
                 return appended
@@ -121,7 +122,7 @@ class SessionAppends(SessionStoreBase):
     def _append_in_one_statement(
         self,
         session_id: str,
-        rows: list[dict[str, Any]],
+        items: tuple[int, bytes],
         run_id: str,
         idempotency_key: str | None,
         digest: str,
@@ -145,11 +146,11 @@ class SessionAppends(SessionStoreBase):
         The row lock serializes appenders of the session until commit, so seqs
         are handed out in commit order and a rolled-back append returns them.
         """
-        count = len(rows)
+        count, body = items
         claim, params = self._claim_sql(session_id, count, run_id, now, worker)
         recorded, recorded_params = self._record_key_sql(idempotency_key, digest, count, now)
         params += recorded_params
-        params += self._write_params(rows, run_id, now)
+        params += self._write_params(count, body, run_id, now)
         with hot_cursor(alone=True) as cursor:
             cursor.execute(_append_statement(claim, recorded), params)
             last_seq, writable = cursor.fetchone()
@@ -178,9 +179,9 @@ class SessionAppends(SessionStoreBase):
         )
         return sql, [self.tenant.pk, idempotency_key, digest, count, now]
 
-    def _write_params(self, rows: list[dict[str, Any]], run_id: str, now: datetime) -> list[Any]:
-        """The parameters of `s` (the session's seq and lease) and `i` (the items), in order."""
-        count = len(rows)
+    def _write_params(self, count: int, body: bytes, run_id: str, now: datetime) -> list[Any]:
+        """The parameters of `s` (the session's seq and lease) and `i` (the items), in order:
+        the items as one JSON array (their canonical text)."""
         return [
             count,
             now,
@@ -191,9 +192,7 @@ class SessionAppends(SessionStoreBase):
             count,
             run_id,
             now,
-            [row["role"] for row in rows],
-            [row["item_type"] for row in rows],
-            [json.dumps(row["payload"]) for row in rows],
+            body.decode(),
         ]
 
     def _previous_append(self, session_id: str, idempotency_key: str | None) -> ItemAppend | None:
@@ -271,15 +270,18 @@ def _append_statement(claim: str, recorded: str) -> str:
         " RETURNING k.last_seq),"
         f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"
         " run_id, created_at)"
-        " SELECT %s, k.id, k.last_seq - %s + u.ord, u.role, u.item_type, u.payload::jsonb, %s, %s"
-        " FROM k, unnest(%s::text[], %s::text[], %s::text[])"
-        " WITH ORDINALITY AS u(role, item_type, payload, ord))"
+        " SELECT %s, k.id, k.last_seq - %s + u.ord, u.e->>'role', u.e->>'item_type',"
+        " u.e->'payload', %s, %s FROM k, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS u(e, ord))"
         " SELECT (SELECT last_seq FROM s), EXISTS (SELECT 1 FROM c)"
     )
 
 
-def _request_digest(rows: list[dict[str, Any]], run_id: str) -> str:
-    return canonical_digest({"items": rows, "run_id": run_id})
+def _request_digest(body: bytes, run_id: str) -> str:
+    """The digest of `{"items": …, "run_id": …}` (RFC 8785, keys in order), from the items'
+    canonical text the statement sends: the same bytes, encoded once."""
+    return hashlib.sha256(
+        b'{"items":' + body + b',"run_id":' + canonical_bytes(run_id) + b"}"
+    ).hexdigest()
 
 
 def _replay(previous: ItemAppend, digest: str) -> AppendResult:

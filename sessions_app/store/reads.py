@@ -213,15 +213,17 @@ class SessionReads(SessionStoreBase):
         """Items whose text matches `query` (web-search syntax: words, "a phrase", -not, or),
         newest first, keyset-paged on the item's id; and whether older hits follow.
 
-        A word most items say is found among the newest items: the first
-        statement tests the tenant's newest `SEARCH_WINDOW` items (older than
-        `before_id`) one by one. Only when they hold too few hits, the second
-        asks the GIN index of `sessions_app_itemsearch` for the older ones
-        (migration 0006: under row-level security only the policy's own match
-        can use an index, so the first statement also sets the tsquery that
-        policy reads). The last statement reads the page's rows with their
-        highlighted snippets (`ts_headline` reads the payload again, so only
-        for the rows shown).
+        Items are found once the indexer has reached them (`sessions_app.search_index`:
+        about a second after their append). The first statement sets the
+        tsquery the index's policy matches (migration 0006: under row-level
+        security only the policy's own match can use an index). A word most
+        items say is found among the newest items: the second statement tests
+        the tenant's newest `SEARCH_WINDOW` items (older than `before_id`) one
+        by one, each by its index row. Only when they hold too few hits, the
+        third asks the GIN index of `sessions_app_itemsearch` for the older
+        ones. The last statement reads the page's rows with their highlighted
+        snippets (`ts_headline` reads the payload again, so only for the rows
+        shown).
         """
         if not query.strip():
             return [], False
@@ -239,21 +241,25 @@ class SessionReads(SessionStoreBase):
     ) -> tuple[list[int], int | None]:
         """The hits among the newest `SEARCH_WINDOW` items (at most `limit + 1`), newest first;
         and the window's last item where the window ends before the tenant's items do."""
+        # The tsquery the index's policy matches (migration 0006): set first, so that in the
+        # window each item's hit is whether its index row is visible.
+        cursor.execute(
+            "SELECT set_config('app.item_search', websearch_to_tsquery('english', %s)::text, true)",
+            [query],
+        )
         # -id: the order of the index item_tenant_newest (migration 0006).
         before = "" if before_id is None else " AND -i.id > -%s::bigint"
         # The window, newest first, streamed: it stops at the page's hits. Its hits,
         # and its last item (rn = SEARCH_WINDOW) where the window ends before the
         # tenant's items do.
         cursor.execute(
-            "SELECT set_config('app.item_search', w.q::text, true), w.id, w.hit, w.rn"
-            " FROM (SELECT i.id, -i.id AS newest, i.search @@ t.q AS hit, t.q,"
-            " row_number() OVER (ORDER BY -i.id) AS rn"
-            " FROM (SELECT (SELECT websearch_to_tsquery('english', %s)) AS q) t,"
-            f" {_ITEMS} i WHERE i.tenant_id = %s{before}"
+            "SELECT w.id, w.hit, w.rn"
+            " FROM (SELECT i.id, -i.id AS newest, EXISTS (SELECT 1 FROM sessions_app_itemsearch s"
+            " WHERE s.item_id = i.id) AS hit, row_number() OVER (ORDER BY -i.id) AS rn"
+            f" FROM {_ITEMS} i WHERE i.tenant_id = %s{before}"
             " ORDER BY -i.id LIMIT %s) w"
             " WHERE w.hit OR w.rn = %s ORDER BY w.newest LIMIT %s",
             [
-                query,
                 self.tenant.pk,
                 *([] if before_id is None else [before_id]),
                 SEARCH_WINDOW,
@@ -262,8 +268,8 @@ class SessionReads(SessionStoreBase):
             ],
         )
         rows = cursor.fetchall()
-        ids = [row[1] for row in rows if row[2]][: limit + 1]
-        ends = [row[1] for row in rows if row[3] == SEARCH_WINDOW]
+        ids = [row[0] for row in rows if row[1]][: limit + 1]
+        ends = [row[0] for row in rows if row[2] == SEARCH_WINDOW]
         return ids, ends[0] if ends else None
 
     def _search_older(self, cursor, window_end: int, want: int) -> list[int]:

@@ -137,8 +137,8 @@ def control_scans(tenant, *, index_scans: bool) -> list[list[str]]:
                 cursor.execute("SET LOCAL enable_indexscan = off")
                 cursor.execute("SET LOCAL enable_bitmapscan = off")
             cursor.execute(
-                "SELECT id FROM sessions_app_sessionitem WHERE tenant_id = %s"
-                " AND payload->>'tokens' = '7' LIMIT 50",
+                "SELECT id FROM runs_app_runtransition WHERE tenant_id = %s"
+                " AND changes->>'turn_index' = '7' LIMIT 50",  # no index serves the changes
                 [tenant.pk],
             )
         plans = explained(ctx.captured_queries[0 if index_scans else 2 :])
@@ -216,9 +216,9 @@ def test_hot_queries_use_indexes(bench_data):
 
     # The controls: the checker does catch a scan of the whole tenant and a Seq Scan.
     assert control_scans(tenant, index_scans=True) == [
-        ["Bitmap Heap Scan on sessions_app_sessionitem (the whole tenant)"]
+        ["Bitmap Heap Scan on runs_app_runtransition (the whole tenant)"]
     ]
-    assert control_scans(tenant, index_scans=False) == [["Seq Scan on sessions_app_sessionitem"]]
+    assert control_scans(tenant, index_scans=False) == [["Seq Scan on runs_app_runtransition"]]
 
     checks = runtime_checks(tenant)
     client = login(admin)

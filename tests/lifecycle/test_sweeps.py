@@ -89,6 +89,7 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
         "lifecycle_app.tasks.apply_retention",
         "outbox_app.tasks.relay_outbox",
         "audit_app.tasks.anchor_audit_heads",
+        "sessions_app.tasks.index_items",
     }
     on_demand = {
         "lifecycle_app.tasks.delete_session_content",

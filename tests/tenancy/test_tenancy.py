@@ -285,10 +285,12 @@ def test_the_app_role_reads_no_other_tenants_rows_of_any_table(
     from django.utils import timezone
 
     from outbox_app.models import OutboxMessage
+    from sessions_app.tasks import index_items
     from tenancy_app.models import Membership
     from tests.console.conftest import build_world
 
     build_world(tenant_b)
+    index_items(tenant_id=tenant_b.pk)  # B's items in the search index too
     make_token(tenant_b, name="b-worker")
     make_user("bo", tenant_b)
     with in_tenant(tenant_b):
