@@ -276,3 +276,19 @@ def test_with_redis_down_appends_go_on_and_the_first_tick_after_indexes_them(ten
 
 def _tail(log) -> str:
     return "; worker log:\n" + log.read_text()[-3000:]
+
+
+def test_the_request_digest_is_the_canonical_digest_of_items_and_run_id():
+    """Taken from the items' canonical text the statement sends, it equals RFC 8785's digest
+    of {"items": …, "run_id": …}: keys recorded before keep replaying."""
+    from sessions_app.store.appends import _request_digest
+    from stateroom.canonical import canonical_bytes, digest
+
+    rows = [
+        {"role": "user", "item_type": "message", "payload": {"text": "é ✓", "n": 1, "z": [None]}},
+        {"role": "assistant", "item_type": "message", "payload": {"b": 1.5, "a": "x"}},
+    ]
+    for run_id in ("", "run-1"):
+        assert _request_digest(canonical_bytes(rows), run_id) == digest(
+            {"items": rows, "run_id": run_id}
+        )
