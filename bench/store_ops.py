@@ -23,6 +23,7 @@ others (`measure_interleaved`), so all sides meet the same machine.
 from __future__ import annotations
 
 import hashlib
+import statistics
 import threading
 import time
 import uuid
@@ -294,40 +295,74 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         results = []
         for op in ops:
             count_queries(op, floor)
-            sides = {"stateroom": op.stateroom, "raw": op.raw, "raw_tx": op.raw_tx, "peer": op.peer}
-            sides = {name: fn for name, fn in sides.items() if fn is not None}
-            rounds = measure_interleaved(sides, iterations=scale.op_iterations)
-            s, r = rounds["stateroom"], rounds["raw"]
-            ratio = s.ops_per_s / r.ops_per_s if r.ops_per_s else 0.0
-            row = {
-                "operation": op.name,
-                "stateroom": s.summary(),
-                "raw": r.summary(),
-                "ratio": round(ratio, 3),
-                "target_ratio": TARGET_RATIO,
-                "met": ratio >= TARGET_RATIO,
-                "stateroom_queries_per_call": op.stateroom_queries / 2,
-                "raw_queries_per_call": op.raw_queries / 2,
-                "stateroom_sql": op.stateroom_sql,
-            }
-            line = (
-                f"  {op.name}: Stateroom {s.ops_per_s:.0f} ops/s p50 {s.p50_ms:.2f} ms,"
-                f" same-guarantee floor {r.ops_per_s:.0f} ops/s, ratio {ratio:.2f}"
-            )
-            if "raw_tx" in rounds:
-                t = rounds["raw_tx"]
-                row["raw_tx"] = t.summary()
-                row["ratio_tx"] = round(s.ops_per_s / t.ops_per_s, 3) if t.ops_per_s else 0.0
-                line += f"; plain floor {t.ops_per_s:.0f} ops/s ({row['ratio_tx']:.2f})"
-            if "peer" in rounds:
-                p = rounds["peer"]
-                row["peer"] = p.summary()
-                row["ratio_peer"] = round(s.ops_per_s / p.ops_per_s, 3) if p.ops_per_s else 0.0
-                line += f"; PostgresSaver {p.ops_per_s:.0f} ops/s ({row['ratio_peer']:.2f})"
+            row, line = _measure_op(op, scale)
             log(line + f" (queries per 2 calls {op.stateroom_queries} vs {op.raw_queries})")
             results.append(row)
         results.append(_contention(cat, url, scale, log))
     return {"operations": results}
+
+
+RUNS = 3  # each operation is measured this many times: the median ratio, and the spread
+
+
+def _measure_op(op: Op, scale: Scale) -> tuple[dict, str]:
+    """`RUNS` interleaved rounds of the op's sides; the row (median ratios, their spread,
+    latencies of all rounds merged) and its log line."""
+    sides = {"stateroom": op.stateroom, "raw": op.raw, "raw_tx": op.raw_tx, "peer": op.peer}
+    sides = {name: fn for name, fn in sides.items() if fn is not None}
+    runs = []
+    for run in range(RUNS):
+        # Call numbers of their own per round (keys and slots never repeat a round's).
+        offset = (run + 1) * 10**7
+        shifted = {name: partial(_shifted, fn, offset) for name, fn in sides.items()}
+        runs.append(measure_interleaved(shifted, iterations=scale.op_iterations))
+    merged = {name: _merge([r[name] for r in runs]) for name in sides}
+    s, r = merged["stateroom"], merged["raw"]
+    ratios = sorted(_ratio(run["stateroom"], run["raw"]) for run in runs)
+    ratio = statistics.median(ratios)
+    row = {
+        "operation": op.name,
+        "stateroom": s.summary(),
+        "raw": r.summary(),
+        "ratio": round(ratio, 3),
+        "ratio_runs": [round(x, 3) for x in ratios],
+        "target_ratio": TARGET_RATIO,
+        "met": ratio >= TARGET_RATIO,
+        "stateroom_queries_per_call": op.stateroom_queries / 2,
+        "raw_queries_per_call": op.raw_queries / 2,
+        "stateroom_sql": op.stateroom_sql,
+    }
+    line = (
+        f"  {op.name}: Stateroom {s.ops_per_s:.0f} ops/s p50 {s.p50_ms:.2f} ms,"
+        f" same-guarantee floor {r.ops_per_s:.0f} ops/s, ratio {ratio:.2f}"
+        f" ({ratios[0]:.2f}-{ratios[-1]:.2f} over {RUNS} runs)"
+    )
+    for side, key, label in (
+        ("raw_tx", "ratio_tx", "plain floor"),
+        ("peer", "ratio_peer", "PostgresSaver"),
+    ):
+        if side in merged:
+            row[side] = merged[side].summary()
+            row[key] = round(
+                statistics.median(_ratio(run["stateroom"], run[side]) for run in runs), 3
+            )
+            line += f"; {label} {merged[side].ops_per_s:.0f} ops/s ({row[key]:.2f})"
+    return row, line
+
+
+def _shifted(fn: Callable[[int], object], offset: int, i: int) -> object:
+    return fn(i + offset if i >= 0 else i - offset)
+
+
+def _merge(samples: list) -> object:
+    merged = samples[0]
+    for sample in samples[1:]:
+        merged = merged.merge(sample)
+    return merged
+
+
+def _ratio(s, r) -> float:
+    return s.ops_per_s / r.ops_per_s if r.ops_per_s else 0.0
 
 
 class _NoSaver:
@@ -434,16 +469,23 @@ def _contention(cat: Catalogue, url: str, scale: Scale, log) -> dict:
         "raw": partial(_floor_cas_worker, url, cat.tenant_pk, run_id, per_thread),
     }
     rates = {"stateroom": [], "raw": []}
-    for order in (("stateroom", "raw"), ("raw", "stateroom")):
+    orders = (("stateroom", "raw"), ("raw", "stateroom"), ("stateroom", "raw"))[:RUNS]
+    for order in orders:
         for side in order:
             rates[side].append(_two_threads_rate(workers[side]))
-    s, r = sum(rates["stateroom"]) / 2, sum(rates["raw"]) / 2
-    ratio = s / r if r else 0.0
+    s, r = statistics.median(rates["stateroom"]), statistics.median(rates["raw"])
+    ratios = sorted(
+        a / b if b else 0.0 for a, b in zip(rates["stateroom"], rates["raw"], strict=True)
+    )
+    ratio = statistics.median(ratios)
     log(
         f"  read + CAS, 2 threads on one row: Stateroom {s:.0f} CAS/s,"
         f" same-guarantee floor {r:.0f} CAS/s, ratio {ratio:.2f}"
+        f" ({ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} runs)"
     )
-    return _contention_row(s, r, ratio, per_thread)
+    row = _contention_row(s, r, ratio, per_thread)
+    row["ratio_runs"] = [round(x, 3) for x in ratios]
+    return row
 
 
 def _stateroom_cas_worker(tenant, run_id: str, per_thread: int, done: list) -> None:
@@ -510,7 +552,7 @@ def _contention_row(s: float, r: float, ratio: float, per_thread: int) -> dict:
         "p50_ms": 0.0,
         "p95_ms": 0.0,
         "mean_ms": 0.0,
-        "count": 4 * per_thread,
+        "count": 2 * RUNS * per_thread,
     }
     return {
         "operation": "read + CAS, 2 threads on one row",
