@@ -185,12 +185,18 @@ class MemberGroup(TenantOwned):
 
 
 class GroupMember(TenantOwned):
-    group = models.ForeignKey(MemberGroup, on_delete=models.CASCADE, related_name="memberships")
+    group = models.ForeignKey(
+        MemberGroup, on_delete=models.CASCADE, related_name="memberships", db_constraint=False
+    )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["group", "user"], name="group_member_uniq")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "group", "user"], name="group_member_tenant_uniq"
+            )
+        ]
         indexes = [models.Index(fields=["tenant", "user"], name="group_member_user_idx")]
 
     def __str__(self) -> str:
