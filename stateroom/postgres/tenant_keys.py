@@ -135,3 +135,17 @@ def tenant_unique(
         ),
         migrations.RunSQL(swap, migrations.RunSQL.noop),
     ]
+
+
+class TenantKeyed:
+    """A model whose rows are keyed `(tenant_id, id)` in the database (tenancy_app.models).
+
+    Here, not in tenancy_app: the statement is the calling store's (tests/ownership.py and
+    tests/tenant_sql.py attribute a statement to the innermost app frame)."""
+
+    def _do_update(self, base_qs, using, pk_val, values, update_fields, forced_update):
+        """`save()` updates by primary key; the key in the database is `(tenant_id, id)`, and
+        Citus routes an UPDATE by its `tenant_id`: name the row's tenant too (the same hook
+        Citus's django-multitenant overrides; docs/architecture.md)."""
+        base_qs = base_qs.filter(tenant_id=self.tenant_id)
+        return super()._do_update(base_qs, using, pk_val, values, update_fields, forced_update)
