@@ -47,9 +47,9 @@ def kind(sql: str) -> str:
         return "index built concurrently (not blocking)"
     if "VALIDATE CONSTRAINT" in text:
         return "foreign key validated (not blocking)"
-    if text.startswith(("SET ", "SELECT ")):
-        return "other"
-    return "constraint change (blocking)"
+    if "ALTER TABLE" in text or text.startswith("DO "):
+        return "constraint change (blocking)"
+    return "other (catalog reads, Django's bookkeeping)"
 
 
 class Timer:
