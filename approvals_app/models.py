@@ -72,7 +72,9 @@ class ApprovalRequest(TenantOwned):
     """
 
     approval_id = models.CharField(max_length=128)
-    run = models.ForeignKey("runs_app.Run", on_delete=models.PROTECT, related_name="approvals")
+    run = models.ForeignKey(
+        "runs_app.Run", on_delete=models.PROTECT, related_name="approvals", db_constraint=False
+    )
     tool_name = models.CharField(max_length=200)
     arguments = models.JSONField(default=dict)
     call_digest = models.CharField(max_length=64)
@@ -132,7 +134,12 @@ class ApprovalRequest(TenantOwned):
     void_details = models.JSONField(null=True, blank=True)
     # The voided approval this one asks again (the same call, asked anew after the void).
     replaces = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="replaced_by"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="replaced_by",
+        db_constraint=False,
     )
     # The runtime token that asked: the one allowed to cancel, and whose
     # webhook (if any) hears about the decision.
@@ -150,7 +157,12 @@ class ApprovalRequest(TenantOwned):
     # Routing (approvals_app.routing): who is asked, recorded when it is asked; a
     # reassignment or an escalation changes them (audited). Member and group pks.
     route_rule = models.ForeignKey(
-        "RoutingRule", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "RoutingRule",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
     )
     assigned_user_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     assigned_group_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)

@@ -60,7 +60,9 @@ class AuditPayload(TenantOwned):
     deletes the payloads of the events about it; the chain still verifies.
     """
 
-    event = models.OneToOneField(AuditEvent, on_delete=models.PROTECT, related_name="payload")
+    event = models.OneToOneField(
+        AuditEvent, on_delete=models.PROTECT, related_name="payload", db_constraint=False
+    )
     # The event's target, copied: content is deleted per subject.
     target_type = models.CharField(max_length=32)
     target_id = models.CharField(max_length=128)

@@ -14,13 +14,16 @@ class ExternalEffect(TenantOwned):
     """The effect ledger: one record per idempotency key, so a resume can ask "did this happen?"."""
 
     effect_id = models.CharField(max_length=128)
-    run = models.ForeignKey("runs_app.Run", on_delete=models.PROTECT, related_name="effects")
+    run = models.ForeignKey(
+        "runs_app.Run", on_delete=models.PROTECT, related_name="effects", db_constraint=False
+    )
     approval = models.ForeignKey(
         "approvals_app.ApprovalRequest",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="effects",
+        db_constraint=False,
     )
     node_id = models.CharField(max_length=200, blank=True, default="")
     idempotency_key = models.CharField(max_length=255)

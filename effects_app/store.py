@@ -364,7 +364,7 @@ class EffectStore(BaseStore):
             " LEFT JOIN LATERAL (SELECT content_fenced_at, claimed_by, claim_until, version"
             f" FROM {_RUNS} WHERE tenant_id = %s AND run_id = %s AND ins.id IS NULL OFFSET 0)"
             f" s ON true LEFT JOIN LATERAL (SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
-            f" JOIN {_RUNS} r ON r.id = e.run_id WHERE e.tenant_id = %s"
+            f" JOIN {_RUNS} r ON r.tenant_id = e.tenant_id AND r.id = e.run_id WHERE e.tenant_id = %s"
             " AND e.idempotency_key = %s AND ins.id IS NULL OFFSET 0) x ON true"
         )
         with hot_cursor(alone=True) as cursor:
@@ -416,7 +416,7 @@ class EffectStore(BaseStore):
         with hot_cursor() as cursor:
             cursor.execute(
                 f"SELECT {_EFFECT_COLUMNS}, r.run_id FROM {_EFFECTS} e"
-                f" JOIN {_RUNS} r ON r.id = e.run_id"
+                f" JOIN {_RUNS} r ON r.tenant_id = e.tenant_id AND r.id = e.run_id"
                 " WHERE e.tenant_id = %s AND e.idempotency_key = %s",
                 [self.tenant.pk, idempotency_key],
             )
@@ -581,7 +581,7 @@ class EffectStore(BaseStore):
         with hot_cursor() as cursor:
             cursor.execute(
                 f"SELECT r.content_fenced_at, r.claimed_by, r.claim_until, r.version, r.run_id"
-                f" FROM {_RUNS} r JOIN {_EFFECTS} e ON e.run_id = r.id"
+                f" FROM {_RUNS} r JOIN {_EFFECTS} e ON e.tenant_id = r.tenant_id AND e.run_id = r.id"
                 " WHERE e.tenant_id = %s AND e.effect_id = %s FOR SHARE OF r",
                 [self.tenant.pk, effect_id],
             )

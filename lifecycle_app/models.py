@@ -33,10 +33,18 @@ class Deletion(TenantOwned):
 
     deletion_id = models.CharField(max_length=128)
     session = models.ForeignKey(
-        "sessions_app.Session", on_delete=models.PROTECT, related_name="deletions"
+        "sessions_app.Session",
+        on_delete=models.PROTECT,
+        related_name="deletions",
+        db_constraint=False,
     )
     erasure = models.ForeignKey(
-        "Erasure", null=True, blank=True, on_delete=models.PROTECT, related_name="deletions"
+        "Erasure",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="deletions",
+        db_constraint=False,
     )
     status = models.CharField(
         max_length=16, choices=DeletionStatus.choices, default=DeletionStatus.QUEUED

@@ -48,7 +48,9 @@ class ChatLink(TenantOwned):
     """A chat user (Slack's `U…` id) an admin linked to a member: only a linked user's
     clicks are taken, as that member."""
 
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="links")
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="links", db_constraint=False
+    )
     external_user_id = models.CharField(max_length=64)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField()
@@ -56,9 +58,12 @@ class ChatLink(TenantOwned):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["channel", "external_user_id"], name="chat_link_external_uniq"
+                fields=["tenant", "channel", "external_user_id"],
+                name="chat_link_tenant_external_uniq",
             ),
-            models.UniqueConstraint(fields=["channel", "user"], name="chat_link_user_uniq"),
+            models.UniqueConstraint(
+                fields=["tenant", "channel", "user"], name="chat_link_tenant_user_uniq"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -114,7 +119,12 @@ class Notification(TenantOwned):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     channel = models.ForeignKey(
-        Channel, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
+        Channel,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="notifications",
+        db_constraint=False,
     )
     channel_kind = models.CharField(max_length=16, choices=ChannelKind.choices)
     address = models.CharField(max_length=320, blank=True, default="")

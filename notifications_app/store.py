@@ -377,7 +377,7 @@ class NotificationStore(BaseStore):
             f"SELECT {', '.join(columns)}, (SELECT m.role FROM {Membership._meta.db_table} m"
             " WHERE m.tenant_id = n.tenant_id AND m.user_id = n.recipient_id LIMIT 1)"
             f" FROM {Notification._meta.db_table} n"
-            f" LEFT JOIN {Channel._meta.db_table} c ON c.id = n.channel_id"
+            f" LEFT JOIN {Channel._meta.db_table} c ON c.tenant_id = n.tenant_id AND c.id = n.channel_id"
             " WHERE n.tenant_id = %s AND n.id = ANY(%s) ORDER BY n.id"
         )
         with self.reading(), connection.cursor() as cursor:

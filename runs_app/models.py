@@ -46,10 +46,20 @@ class Run(TenantOwned):
 
     run_id = models.CharField(max_length=128)
     session = models.ForeignKey(
-        "sessions_app.Session", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+        "sessions_app.Session",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        db_constraint=False,
     )
     task = models.ForeignKey(
-        "tasks_app.Task", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+        "tasks_app.Task",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        db_constraint=False,
     )
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.CREATED)
     # The status before the last version bump: the conditional UPDATE sets it
@@ -139,7 +149,9 @@ class Run(TenantOwned):
 class RunTransition(TenantOwned):
     """One successful compare-and-set: the version history shown in the run inspector."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="transitions")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="transitions", db_constraint=False
+    )
     version = models.BigIntegerField()
     from_status = models.CharField(max_length=20)
     to_status = models.CharField(max_length=20)
@@ -161,7 +173,9 @@ class RunTransition(TenantOwned):
 class RunEvent(TenantOwned):
     """Append-only events of a run, numbered per run. Payloads go with content deletion."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_constraint=False
+    )
     seq = models.BigIntegerField()
     type = models.CharField(max_length=64)
     node_id = models.CharField(max_length=200, blank=True, default="")
@@ -187,7 +201,9 @@ class NodeStatus(models.TextChoices):
 class NodeExecution(TenantOwned):
     """One attempt at one node of a run's plan."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="node_executions")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="node_executions", db_constraint=False
+    )
     node_id = models.CharField(max_length=200)
     attempt = models.IntegerField(default=1)
     status = models.CharField(max_length=16, choices=NodeStatus.choices, default=NodeStatus.STARTED)

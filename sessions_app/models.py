@@ -89,7 +89,9 @@ class Session(TenantOwned):
 class SessionAttachment(TenantOwned):
     """A run mounted on a session (seed 004: run_id, attached_at, detached_at)."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="attachments")
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="attachments", db_constraint=False
+    )
     run_id = models.CharField(max_length=128)
     attached_at = models.DateTimeField()
     detached_at = models.DateTimeField(null=True, blank=True)

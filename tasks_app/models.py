@@ -53,7 +53,9 @@ class Task(TenantOwned):
 class TaskCheckpoint(TenantOwned):
     """Append-only, numbered snapshot of domain data (never process objects)."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="checkpoints")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="checkpoints", db_constraint=False
+    )
     checkpoint_id = models.CharField(max_length=128)
     seq = models.BigIntegerField()
     schema_version = models.IntegerField()
@@ -90,7 +92,9 @@ class GraphCheckpoint(TenantOwned):
     `GraphBlob` rows named by (namespace, channel, version).
     """
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="graph_checkpoints")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="graph_checkpoints", db_constraint=False
+    )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=128)
     parent_checkpoint_id = models.CharField(max_length=128, blank=True, default="")
@@ -122,7 +126,9 @@ class GraphBlob(TenantOwned):
     (the serialized bytes are in `data`).
     """
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="graph_blobs")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="graph_blobs", db_constraint=False
+    )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     channel = models.CharField(max_length=255)
     version = models.CharField(max_length=128)
@@ -153,7 +159,9 @@ class GraphWrite(TenantOwned):
     while the checkpoint before it may still be on its way.
     """
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="graph_writes")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="graph_writes", db_constraint=False
+    )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=128)
     graph_task_id = models.CharField(max_length=128)

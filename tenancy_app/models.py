@@ -6,6 +6,7 @@ from django.db import models
 from django_scopes import ScopedManager
 
 from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
+from stateroom.postgres.tenant_keys import TenantKeyed
 
 
 class Role(models.TextChoices):
@@ -51,7 +52,7 @@ class Tenant(models.Model):
         return self.slug
 
 
-class TenantOwned(models.Model):
+class TenantOwned(TenantKeyed, models.Model):
     """Base for every tenant-owned row.
 
     The default manager refuses to query outside an active tenant scope
@@ -134,7 +135,7 @@ class RuntimeToken(models.Model):
         return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-class RetentionPolicy(models.Model):
+class RetentionPolicy(TenantKeyed, models.Model):
     """How long content of ended sessions is kept, per data class (days; null = forever)."""
 
     tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="retention")
@@ -185,12 +186,18 @@ class MemberGroup(TenantOwned):
 
 
 class GroupMember(TenantOwned):
-    group = models.ForeignKey(MemberGroup, on_delete=models.CASCADE, related_name="memberships")
+    group = models.ForeignKey(
+        MemberGroup, on_delete=models.CASCADE, related_name="memberships", db_constraint=False
+    )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["group", "user"], name="group_member_uniq")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "group", "user"], name="group_member_tenant_uniq"
+            )
+        ]
         indexes = [models.Index(fields=["tenant", "user"], name="group_member_user_idx")]
 
     def __str__(self) -> str:

@@ -19,9 +19,10 @@ _PENDING_COLUMNS = (
     " a.key_arguments, a.usual_arguments, a.display, a.allowed_decisions, a.arguments_schema,"
     " a.call_digest, a.run_version,"
     " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
-    f" (SELECT p.approval_id FROM {_APPROVALS} p WHERE p.id = a.replaces_id),"
+    f" (SELECT p.approval_id FROM {_APPROVALS} p"
+    " WHERE p.tenant_id = a.tenant_id AND p.id = a.replaces_id),"
     " a.assigned_user_ids, a.assigned_group_ids,"
-    f" (SELECT g.name FROM {_RULES} g WHERE g.id = a.route_rule_id)"
+    f" (SELECT g.name FROM {_RULES} g WHERE g.tenant_id = a.tenant_id AND g.id = a.route_rule_id)"
 )
 
 
@@ -150,7 +151,8 @@ class ApprovalPending(ApprovalBase):
             f"SELECT {_PENDING_COLUMNS} FROM (SELECT * FROM {_APPROVALS}"
             " WHERE tenant_id = %s AND status = %s"
             f" AND (expires_at IS NULL OR expires_at > %s){bound}"
-            f" ORDER BY id DESC LIMIT %s) a JOIN {_RUNS} r ON r.id = a.run_id ORDER BY a.id DESC"
+            f" ORDER BY id DESC LIMIT %s) a JOIN {_RUNS} r ON r.tenant_id = a.tenant_id"
+            " AND r.id = a.run_id ORDER BY a.id DESC"
         )
         params: list[Any] = [self.tenant.pk, ApprovalStatus.PENDING.value, self.now()]
         params += [*([cursor] if cursor is not None else []), limit + 1]

@@ -26,8 +26,8 @@ RUN_WIDTH = len(Run._meta.concrete_fields)
 SESSION_WIDTH = len(Session._meta.concrete_fields)
 GET_RUN = (
     f"SELECT {columns(Run, 'r')}, {columns(Session, 's')}, {columns(Task, 'k')} FROM {_RUNS} r"
-    f" LEFT JOIN {Session._meta.db_table} s ON s.id = r.session_id"
-    f" LEFT JOIN {Task._meta.db_table} k ON k.id = r.task_id"
+    f" LEFT JOIN {Session._meta.db_table} s ON s.tenant_id = r.tenant_id AND s.id = r.session_id"
+    f" LEFT JOIN {Task._meta.db_table} k ON k.tenant_id = r.tenant_id AND k.id = r.task_id"
     " WHERE r.tenant_id = %s AND r.run_id = %s"
 )
 # The public ids of a changed run's session and task, for its API answer.

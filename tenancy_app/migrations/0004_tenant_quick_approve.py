@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy_app', '0003_tenant_require_2fa'),
+        ("tenancy_app", "0003_tenant_require_2fa"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='tenant',
-            name='quick_approve_max_risk',
-            field=models.CharField(choices=[('none', 'none'), ('low', 'low'), ('medium', 'medium')], default='low', max_length=16),
+            model_name="tenant",
+            name="quick_approve_max_risk",
+            field=models.CharField(
+                choices=[("none", "none"), ("low", "low"), ("medium", "medium")],
+                default="low",
+                max_length=16,
+            ),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy_app', '0005_session_lease_admin_tokens'),
+        ("tenancy_app", "0005_session_lease_admin_tokens"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='tenant',
-            name='unclaimed_run_warning_seconds',
+            model_name="tenant",
+            name="unclaimed_run_warning_seconds",
             field=models.PositiveIntegerField(db_default=120, default=120),
         ),
     ]

@@ -1,0 +1,234 @@
+"""The schema stays distributable by tenant (Citus; docs/scaling.md, issue 38).
+
+1. The catalog of the migrated test database: every primary key, unique
+   constraint, unique index and foreign key between tenant tables (tables with a
+   `tenant_id` column, less the identity tables Citus keeps as reference
+   tables) includes `tenant_id`.
+2. The statements the stores send, captured while a representative workload
+   runs through every store (sessions, runs, tasks, approvals, effects, audit,
+   notifications): each names the tenant of each tenant table it touches
+   (tests/tenant_sql.py, parsed by PostgreSQL's own parser through pglast).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from approvals_app.store import ApprovalStore
+from audit_app.store import AuditStore
+from effects_app.store import EffectStore
+from runs_app.store import RunStateStore
+from sessions_app.store import SessionStore
+from stateroom.actor import Actor
+from stateroom.sql import PIPELINED_STATEMENT_CHECKS
+from tasks_app.store import TaskStateStore
+from tenancy_app.models import Role
+from tenancy_app.scoping import in_tenant
+from tests.tenant_sql import REFERENCE_TABLES, TenantConditions, tenant_tables, unfiltered
+
+# Keys the lead's item-table migration (issue 40) rewrites; the session's own primary key
+# waits for it too (the items' foreign key to the session holds on to `PRIMARY KEY (id)`).
+LEAD_ISSUE_40 = {  # lead: issue 40 migration
+    ("p", "sessions_app_session"),
+    ("p", "sessions_app_sessionitem"),
+    ("p", "sessions_app_itemsearch"),
+    ("f", "sessions_app_sessionitem"),
+    ("f", "sessions_app_itemappend"),
+}
+
+KEYS = """
+WITH tenant AS (
+  SELECT c.oid, a.attnum FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped
+  WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'p') AND NOT c.relname = ANY(%(reference)s)
+)
+SELECT k.contype::text, k.conrelid::regclass::text, k.conname::text,
+       pg_get_constraintdef(k.oid), t.attnum = ANY(k.conkey)
+FROM pg_constraint k JOIN tenant t ON t.oid = k.conrelid
+WHERE k.contype IN ('p', 'u') OR (k.contype = 'f' AND k.confrelid IN (SELECT oid FROM tenant))
+UNION ALL
+SELECT 'i', i.indrelid::regclass::text, i.indexrelid::regclass::text,
+       pg_get_indexdef(i.indexrelid), t.attnum = ANY(i.indkey::int2[])
+FROM pg_index i JOIN tenant t ON t.oid = i.indrelid
+WHERE i.indisunique AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+ORDER BY 1, 2, 3
+"""
+
+
+def keys(schema: str = "public") -> list[tuple[str, str, str, str, bool]]:
+    with connection.cursor() as cursor:
+        cursor.execute(KEYS, {"schema": schema, "reference": sorted(REFERENCE_TABLES)})
+        return cursor.fetchall()
+
+
+def without_tenant(rows) -> list[tuple[str, str, str]]:
+    return [(kind, table, definition) for kind, table, _, definition, ok in rows if not ok]
+
+
+@pytest.mark.django_db
+def test_every_key_between_tenant_tables_carries_the_tenant():
+    rows = keys()
+    constraints = [row for row in rows if row[0] != "i"]
+    carrying = sum(1 for row in constraints if row[4])
+    missing = [m for m in without_tenant(rows) if (m[0], m[1]) not in LEAD_ISSUE_40]
+    summary = f"{carrying} of {len(constraints)} keys carry tenant_id"
+    assert missing == [], f"{summary}; these do not:\n" + "\n".join(map(str, missing))
+    # The count the issue's closing note reports, and that the catalog is really read.
+    assert len(constraints) >= 80, summary
+    assert {r[1] for r in rows if r[0] == "p"} >= {"runs_app_run", "audit_app_auditevent"}
+
+
+@pytest.mark.django_db
+def test_the_catalog_check_finds_a_key_without_the_tenant():
+    """The same query on tables made the old way (temporary, in this test's schema)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE parent (id bigint PRIMARY KEY, tenant_id bigint NOT NULL,"
+            " name text, UNIQUE (tenant_id, name), UNIQUE (name));"
+            "CREATE TEMP TABLE child (id bigint, tenant_id bigint NOT NULL,"
+            " parent_id bigint REFERENCES parent (id), PRIMARY KEY (tenant_id, id))"
+        )
+        cursor.execute("SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()")
+        schema = cursor.fetchone()[0]
+    found = {(kind, table.rpartition(".")[2]) for kind, table, _ in without_tenant(keys(schema))}
+    assert found == {("p", "parent"), ("u", "parent"), ("f", "child")}
+
+
+@pytest.mark.parametrize(
+    "sql, missing",
+    [
+        ("SELECT * FROM runs_app_run WHERE tenant_id = $1 AND run_id = $2", []),
+        ("SELECT * FROM runs_app_run WHERE run_id = $1", ["runs_app_run"]),
+        ("SELECT * FROM runs_app_run WHERE tenant_id = $1 OR run_id = $2", ["runs_app_run"]),
+        ("SELECT * FROM runs_app_run r WHERE r.tenant_id = ANY($1)", []),
+        (
+            "SELECT * FROM runs_app_run r JOIN tasks_app_task k ON k.id = r.task_id"
+            " WHERE r.tenant_id = $1",
+            ["tasks_app_task"],
+        ),
+        (
+            "SELECT * FROM runs_app_run r LEFT JOIN tasks_app_task k"
+            " ON k.tenant_id = r.tenant_id AND k.id = r.task_id WHERE r.tenant_id = $1",
+            [],
+        ),
+        (
+            "SELECT * FROM runs_app_run r WHERE r.tenant_id = $1"
+            " AND r.task_id IN (SELECT id FROM tasks_app_task WHERE objective = $2)",
+            ["tasks_app_task"],
+        ),
+        (
+            'UPDATE "runs_app_run" SET "status" = $1 WHERE "runs_app_run"."id" = $2',
+            ["runs_app_run"],
+        ),
+        ("DELETE FROM runs_app_run WHERE tenant_id = $1 AND id = $2", []),
+        ("INSERT INTO runs_app_run (run_id, status) VALUES ($1, $2)", ["runs_app_run"]),
+        ("INSERT INTO runs_app_run (tenant_id, run_id) VALUES ($1, $2)", []),
+        ("SELECT * FROM tenancy_app_runtimetoken WHERE secret_hash = $1", []),  # reference
+    ],
+)
+def test_the_statement_check(sql, missing):
+    tables = {"runs_app_run", "tasks_app_task"}
+    assert unfiltered(sql, tables) == missing
+
+
+# Statements of the stores that still touch a tenant table without its tenant, each
+# with who changes it. (store module, table): reason.
+KNOWN = {
+    # lead: the CAS rewrite: its PUBLIC_IDS subqueries (runs_app/store/sql.py) read the
+    # session and the task by id alone.
+    ("runs_app.store.base", "sessions_app_session"): "lead: CAS rewrite (PUBLIC_IDS)",
+    ("runs_app.store.base", "tasks_app_task"): "lead: CAS rewrite (PUBLIC_IDS)",
+    # ORM joins through a foreign key (select_related): Django joins ON (x.fk_id = y.id)
+    # only, and a deferred field loads by id alone; the tenant-aware relation is the
+    # follow-up named in docs/scaling.md.
+    ("approvals_app.store.base", "approvals_app_approvalrequest"): "ORM: deferred replaces_id",
+    ("approvals_app.store.base", "approvals_app_routingrule"): "ORM join (select_related)",
+    ("approvals_app.store.base", "runs_app_run"): "ORM join (select_related)",
+    ("approvals_app.store.base", "sessions_app_session"): "ORM join (select_related)",
+    ("effects_app.store", "runs_app_run"): "ORM join (select_related)",
+    ("effects_app.store", "approvals_app_approvalrequest"): "ORM join (select_related)",
+}
+
+
+@pytest.fixture
+def captured():
+    with connection.cursor() as cursor:
+        guard = TenantConditions(tenant_tables(cursor))
+    PIPELINED_STATEMENT_CHECKS.append(guard.check)
+    try:
+        with connection.execute_wrapper(guard):
+            yield guard
+    finally:
+        PIPELINED_STATEMENT_CHECKS.remove(guard.check)
+
+
+def workload(tenant, operator) -> None:
+    """One of each kind of store call the runtime and the console make."""
+    system = Actor.system("test")
+    with in_tenant(tenant):
+        sessions = SessionStore(tenant, system)
+        sessions.create(session_id="s-1", user_id="alice")
+        TaskStateStore(tenant, system).create(task_id="task-1", objective="Migrate")
+        runs = RunStateStore(tenant, system)
+        run = runs.create(run_id="run-1", session_id="s-1", task_id="task-1")
+        run = runs.compare_and_set(
+            run_id="run-1", expected_version=run.version, changes={"status": "running"}
+        )
+        runs.append_events(run_id="run-1", events=[{"type": "node.started", "node_id": "n1"}])
+        list(runs.list_runs())
+        approvals = ApprovalStore(tenant, system)
+        approval = approvals.request(
+            run_id="run-1",
+            expected_version=run.version,
+            tool_name="send_refund",
+            arguments={"amount": 5},
+            risk="low",
+        )
+        approvals.pending_page(limit=10)
+        ApprovalStore(tenant, Actor.for_user(operator)).decide(
+            approval_id=approval.approval_id, decision="approve", reason="ok"
+        )
+        approvals.get(approval.approval_id)
+        effects = EffectStore(tenant, system)
+        effect, _ = effects.record(
+            run_id="run-1", idempotency_key="k-1", tool_name="send_refund", request={"a": 1}
+        )
+        effects.commit(effect_id=effect.effect_id, result={"ok": True})
+        effects.find("k-1")
+        sessions.get("s-1")
+        list(AuditStore(tenant, system).list_events())
+    with in_tenant(tenant, atomic=False):
+        sessions.append_items(
+            session_id="s-1",
+            items=[{"role": "user", "item_type": "message", "payload": {"text": "hi"}}],
+            idempotency_key="a-1",
+        )
+        sessions.get_items(session_id="s-1", limit=50)
+        runs.get("run-1")
+        tasks = TaskStateStore(tenant, system)
+        tasks.append_checkpoint(task_id="task-1", schema_version=1, state={"n": 1})
+        tasks.latest_checkpoint("task-1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_store_statements_name_their_tenant(tenant_a, make_user, captured):
+    operator = make_user("olga", tenant_a, Role.OPERATOR)
+    with CaptureQueriesContext(connection):  # the pipelined path logs, and checks, its SQL
+        workload(tenant_a, operator)
+    stores = {store.partition(".")[0] for store, _ in captured.seen}
+    assert stores >= {"sessions_app", "runs_app", "tasks_app", "approvals_app", "effects_app"}
+    assert len(captured.seen) >= 40
+    unknown = [
+        (store, table, " ".join(sql.split())[:300])
+        for store, sql, tables in captured.missing
+        for table in tables
+        if (store, table) not in KNOWN
+    ]
+    assert unknown == [], "store statements without their tenant:\n" + "\n".join(map(str, unknown))
+    # What the list excuses still happens (else the line goes).
+    assert {(store, table) for store, _, tables in captured.missing for table in tables} == set(
+        KNOWN
+    )
