@@ -32,8 +32,9 @@ GET_RUN = (
 )
 # The public ids of a changed run's session and task, for its API answer.
 PUBLIC_IDS = (
-    f"(SELECT session_id FROM {Session._meta.db_table} WHERE id = r.session_id),"
-    f" (SELECT task_id FROM {Task._meta.db_table} WHERE id = r.task_id)"
+    f"(SELECT session_id FROM {Session._meta.db_table}"
+    " WHERE tenant_id = r.tenant_id AND id = r.session_id),"
+    f" (SELECT task_id FROM {Task._meta.db_table} WHERE tenant_id = r.tenant_id AND id = r.task_id)"
 )
 
 

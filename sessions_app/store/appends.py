@@ -200,7 +200,7 @@ class SessionAppends(SessionStoreBase):
             return None
         return ItemAppend.objects.filter(
             tenant=self.tenant,
-            session__session_id=session_id,
+            session__in=Session.objects.filter(tenant=self.tenant, session_id=session_id),
             idempotency_key=idempotency_key,
         ).first()
 

@@ -255,7 +255,7 @@ class SessionReads(SessionStoreBase):
         cursor.execute(
             "SELECT w.id, w.hit, w.rn"
             " FROM (SELECT i.id, -i.id AS newest, EXISTS (SELECT 1 FROM sessions_app_itemsearch s"
-            " WHERE s.item_id = i.id) AS hit, row_number() OVER (ORDER BY -i.id) AS rn"
+            " WHERE s.tenant_id = i.tenant_id AND s.item_id = i.id) AS hit, row_number() OVER (ORDER BY -i.id) AS rn"
             f" FROM {_ITEMS} i WHERE i.tenant_id = %s{before}"
             " ORDER BY -i.id LIMIT %s) w"
             " WHERE w.hit OR w.rn = %s ORDER BY w.newest LIMIT %s",
@@ -288,7 +288,7 @@ class SessionReads(SessionStoreBase):
             "SELECT i.id, s.session_id, i.seq, i.role, i.item_type, i.created_at,"
             " ts_headline('english', stateroom_item_text(i.payload),"
             " websearch_to_tsquery('english', %s), %s)"
-            f" FROM {_ITEMS} i JOIN {_SESSIONS} s ON s.id = i.session_id"
+            f" FROM {_ITEMS} i JOIN {_SESSIONS} s ON s.tenant_id = i.tenant_id AND s.id = i.session_id"
             " WHERE i.tenant_id = %s AND i.id = ANY(%s) ORDER BY i.id DESC",
             [query, _HEADLINE_OPTIONS, self.tenant.pk, ids],
         )

@@ -30,13 +30,6 @@ from tests.tenant_sql import REFERENCE_TABLES, TenantConditions, tenant_tables, 
 
 # Keys the lead's item-table migration (issue 40) rewrites; the session's own primary key
 # waits for it too (the items' foreign key to the session holds on to `PRIMARY KEY (id)`).
-LEAD_ISSUE_40 = {  # lead: issue 40 migration
-    ("p", "sessions_app_session"),
-    ("p", "sessions_app_sessionitem"),
-    ("p", "sessions_app_itemsearch"),
-    ("f", "sessions_app_sessionitem"),
-    ("f", "sessions_app_itemappend"),
-}
 
 KEYS = """
 WITH tenant AS (
@@ -73,7 +66,7 @@ def test_every_key_between_tenant_tables_carries_the_tenant():
     rows = keys()
     constraints = [row for row in rows if row[0] != "i"]
     carrying = sum(1 for row in constraints if row[4])
-    missing = [m for m in without_tenant(rows) if (m[0], m[1]) not in LEAD_ISSUE_40]
+    missing = without_tenant(rows)
     summary = f"{carrying} of {len(constraints)} keys carry tenant_id"
     assert missing == [], f"{summary}; these do not:\n" + "\n".join(map(str, missing))
     # The count the issue's closing note reports, and that the catalog is really read.
@@ -139,8 +132,6 @@ def test_the_statement_check(sql, missing):
 KNOWN = {
     # lead: the CAS rewrite: its PUBLIC_IDS subqueries (runs_app/store/sql.py) read the
     # session and the task by id alone.
-    ("runs_app.store.base", "sessions_app_session"): "lead: CAS rewrite (PUBLIC_IDS)",
-    ("runs_app.store.base", "tasks_app_task"): "lead: CAS rewrite (PUBLIC_IDS)",
     # ORM joins through a foreign key (select_related): Django joins ON (x.fk_id = y.id)
     # only, and a deferred field loads by id alone; the tenant-aware relation is the
     # follow-up named in docs/scaling.md.

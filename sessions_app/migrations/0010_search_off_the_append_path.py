@@ -147,7 +147,7 @@ CREATE TRIGGER item_search_reindex AFTER UPDATE ON sessions_app_sessionitem
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0008_force_rls_item_search"),
+        ("sessions_app", "0009_tenant_keys"),
         ("tenancy_app", "0009_sso"),
     ]
 
