@@ -23,6 +23,8 @@ from django.db.models import (
     Case,
     CharField,
     Count,
+    DateField,
+    DateTimeField,
     F,
     FloatField,
     Func,
@@ -92,9 +94,9 @@ def window(key: str, tz: ZoneInfo, now: datetime) -> Window:
 
 def _midnight(day: date, tz: ZoneInfo) -> datetime:
     """The first instant of `day` in `tz` (a day a DST change starts at 00:00 begins at 01:00)."""
-    start = datetime.combine(day, time.min, tzinfo=tz)
-    # A wall time that does not exist (skipped by a DST change) round-trips to another one.
-    return start.astimezone(UTC).astimezone(tz)
+    # In UTC: Python subtracts two datetimes of one tzinfo as wall times, so a 23-hour
+    # day would measure 24. (A midnight skipped by a DST change maps to the next instant.)
+    return datetime.combine(day, time.min, tzinfo=tz).astimezone(UTC)
 
 
 class Percentile(Aggregate):
@@ -255,7 +257,11 @@ def effects(tenant: Tenant, win: Window, now: datetime) -> dict[str, Any]:
             Q(status=EffectStatus.UNKNOWN) | Q(status=EffectStatus.STARTED, updated_at__lt=cutoff)
         )
         .annotate(
-            b=Case(When(created_at__lt=win.start, then=None), default=win.bucket("created_at"))
+            b=Case(
+                When(created_at__lt=win.start, then=None),
+                default=win.bucket("created_at"),
+                output_field=DateTimeField() if win.unit == "hour" else DateField(),
+            )
         )
         .values("b", "status")
         .annotate(n=Count("id"))
@@ -263,7 +269,11 @@ def effects(tenant: Tenant, win: Window, now: datetime) -> dict[str, Any]:
     )
     per: dict[str, dict[Any, int]] = {EffectStatus.UNKNOWN: {}, EffectStatus.STARTED: {}}
     for row in rows:
-        per[row["status"]][row["b"]] = row["n"]
+        key = row["b"]
+        if isinstance(key, datetime) and key.tzinfo is None:
+            # Inside CASE, PostgreSQL's `timestamp` (UTC) comes back naive (no Trunc converter).
+            key = key.replace(tzinfo=UTC)
+        per[row["status"]][key] = row["n"]
     return {
         "unknown": [per[EffectStatus.UNKNOWN].get(key, 0) for key in win.keys],
         "stuck": [per[EffectStatus.STARTED].get(key, 0) for key in win.keys],
