@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 WIDTH, HEIGHT = 640, 180
-LEFT, RIGHT, TOP, BOTTOM = 52, 8, 10, 22
+LEFT, RIGHT, TOP, BOTTOM = 64, 8, 10, 22
 MAX_X_LABELS = 8
 
 
