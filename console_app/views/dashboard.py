@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from console_app.charts import Series, bar_chart, data_table, line_chart
+from console_app.charts import Series, bar_chart, data_table, line_chart, table_body
 from console_app.forms.dashboard import RANGE_LABELS, DashboardForm
 from console_app.selectors import dashboard as figures
 from stateroom.htmx import render_page
@@ -111,6 +111,7 @@ def _chart(key: str, title: str, summary: str, chart: dict, table: dict, links: 
         "summary": summary,
         "chart": chart,
         "table": table,
+        "table_rows": table_body(table),
         "links": links,
     }
 

@@ -275,3 +275,23 @@ def test_a_half_hour_zone_groups_its_own_days(tenant_a):
         ask(tenant_a, "a-2", "refund", "low", t(30, 18, 31))  # 00:01 on the 31st there
     _, got = figures_of(tenant_a, "7d", kolkata)
     assert got["approvals"]["asked"][-2:] == [1, 1]
+
+
+def test_what_runtimes_wrote_is_escaped(tenant_a, support_a, clock):
+    with in_tenant(tenant_a):
+        ask(tenant_a, "a-1", "<b>tool</b>", "low", t(30, 8), agent="<i>agent</i>")
+        decide(tenant_a, "a-1", t(30, 8, 1))
+        from runs_app.store import RunStateStore
+        from tests.console.dashboard.data import RUNTIME, at
+
+        store = RunStateStore(tenant_a, RUNTIME, clock=at(t(30, 9)))
+        store.create(run_id="r-x", active_agent="<i>agent</i>")
+        store.compare_and_set(
+            run_id="r-x",
+            expected_version=1,
+            changes={"status": "failed", "error": {"code": "<s>x"}},
+        )
+    page = login(support_a).get("/t/acme/dashboard/").content.decode()
+    assert "<b>tool</b>" not in page and "&lt;b&gt;tool&lt;/b&gt;" in page
+    assert "<i>agent</i>" not in page and "&lt;i&gt;agent&lt;/i&gt;" in page
+    assert "<s>x" not in page and "&lt;s&gt;x" in page
