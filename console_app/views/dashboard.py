@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from urllib.parse import urlencode
 
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -94,6 +95,10 @@ def _labels(win: figures.Window) -> list[str]:
     return [win.label(i) for i in range(len(win.keys))]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{pluralize(n)}"
+
+
 def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
@@ -141,7 +146,7 @@ def _decision_time(win, approvals: dict, urls: Links) -> dict:
             key=lambda pair: pair[1],
         )
         summary = (
-            f"{decided} approvals decided by a person in the {RANGE_LABELS[win.key].lower()}; "
+            f"{_count(decided, 'approval')} decided by a person in the {RANGE_LABELS[win.key].lower()}; "
             f"the slowest {win.unit}'s p95 was {duration(worst[1])} ({worst[0]} risk)."
         )
     else:
@@ -195,7 +200,7 @@ def _backlog(approvals: dict, urls: Links, now_at: datetime) -> dict:
     age = approvals["oldest_age"]
     if approvals["pending"]:
         summary = (
-            f"{approvals['pending']} approvals pending now; the oldest was asked "
+            f"{_count(approvals['pending'], 'approval')} pending now; the oldest was asked "
             f"{duration(age.total_seconds())} ago."
         )
     else:
@@ -225,7 +230,7 @@ def _runs(win, runs: dict, urls: Links) -> dict:
     series = [Series(status, values, f"s-{status}") for status, values in runs["by_status"].items()]
     total = sum(sum(values) for values in runs["by_status"].values())
     parts = ", ".join(f"{sum(values)} {status}" for status, values in runs["by_status"].items())
-    summary = f"{total} runs started in the {RANGE_LABELS[win.key].lower()}" + (
+    summary = f"{_count(total, 'run')} started in the {RANGE_LABELS[win.key].lower()}" + (
         f"; by their status now: {parts}." if total else "."
     )
     return _chart(
@@ -246,7 +251,7 @@ def _effects(win, effects: dict, urls: Links) -> dict:
         Series("stuck (started, never finished)", effects["stuck"], "medium"),
     ]
     summary = (
-        f"{effects['unknown_total']} effects with an unknown outcome and "
+        f"{_count(effects['unknown_total'], 'effect')} with an unknown outcome and "
         f"{effects['stuck_total']} stuck wait for a person now; of them "
         f"{effects['unknown_older'] + effects['stuck_older']} were recorded before this range."
     )
@@ -317,7 +322,7 @@ def _deletions(win, deletions: dict, urls: Links) -> list[dict]:
             _chart(
                 "erasures",
                 f"Erasures of a user per {win.unit}",
-                f"{sum(erasures.values)} erasures asked in the {range_label}.",
+                f"{_count(sum(erasures.values), 'erasure')} asked in the {range_label}.",
                 bar_chart(labels, [erasures]),
                 data_table(labels, [erasures]),
                 [("Erase a user", urls.url("lifecycle:erase"))],

@@ -154,7 +154,7 @@ def test_one_data_point_is_a_dot_with_its_own_percentiles(tenant_a, support_a, c
     page = login(support_a).get("/t/acme/dashboard/?range=7d").content.decode()
     decision = _section(page, "decision-time")
     assert decision.count("<circle") == 1 and "<polyline" not in decision
-    assert "1 approvals decided by a person in the last 7 days" in decision
+    assert "1 approval decided by a person in the last 7 days" in decision
     assert "7.0 min" in decision
 
 
