@@ -262,7 +262,7 @@ def test_the_query_count_is_pinned(
 ):
     if with_data:
         build_week(tenant_a)
-    for user, own in ((support_a, 12), (admin_a, 13)):  # 13: the erasures' query
+    for user, own in ((support_a, 10), (admin_a, 11)):  # 11: the erasures' query
         client = login(user)
         with django_assert_num_queries(layout_queries(client, tenant_a) + own):
             assert client.get("/t/acme/dashboard/?range=30d").status_code == 200
