@@ -66,7 +66,7 @@ def pages(cat: Catalogue) -> list[Page]:
             f"{base}/approvals/history/?tab=decided",
             "history-row",
         ),
-        # Aggregates over the window (console_app.selectors.dashboard): 13 queries each.
+        # Aggregates over the window (console_app.selectors.dashboard): 10 queries each (an admin).
         Page("dashboard ?range=24h", f"{base}/dashboard/?range=24h", "chart-decision-time"),
         Page("dashboard ?range=7d", f"{base}/dashboard/?range=7d", "chart-decision-time"),
         Page(

@@ -215,17 +215,20 @@ def runs(tenant: Tenant, win: Window) -> dict[str, Any]:
         .annotate(n=Count("id"))
         .order_by("-n", "reason")[:TOP]
     )
-    usage = {"tokens": Sum("token_used"), "cost": Sum("cost_used"), "n": Count("id")}
-    sessions = (
-        started.filter(session__isnull=False)
-        .values("session__session_id")
-        .annotate(**usage)
-        .order_by("-cost", "-tokens", "session__session_id")[:TOP]
-    )
-    agents = (
-        started.values("active_agent")
-        .annotate(**usage)
-        .order_by("-cost", "-tokens", "active_agent")[:TOP]
+
+    def top(kind: str, rows, name: str):
+        return (
+            rows.annotate(kind=Value(kind, output_field=CharField()), name=F(name))
+            .values("kind", "name")
+            .annotate(tokens=Sum("token_used"), cost=Sum("cost_used"), n=Count("id"))
+            .order_by("-cost", "-tokens", "name")[:TOP]
+        )
+
+    # The top sessions and the top agents by cost: one statement (UNION ALL).
+    tops = list(
+        top("session", started.filter(session__isnull=False), "session__session_id").union(
+            top("agent", started, "active_agent"), all=True
+        )
     )
     statuses: dict[str, dict[Any, int]] = defaultdict(dict)
     tokens: dict[Any, int] = defaultdict(int)
@@ -243,8 +246,8 @@ def runs(tenant: Tenant, win: Window) -> dict[str, Any]:
         "tokens": [tokens.get(key, 0) for key in win.keys],
         "cost": [cost.get(key, Decimal(0)) for key in win.keys],
         "reasons": list(reasons),
-        "sessions": list(sessions),
-        "agents": list(agents),
+        "sessions": [row for row in tops if row["kind"] == "session"],
+        "agents": [row for row in tops if row["kind"] == "agent"],
     }
 
 
@@ -324,7 +327,7 @@ def deletions(tenant: Tenant, win: Window, *, with_erasures: bool) -> dict[str, 
 
 
 def dashboard(tenant: Tenant, win: Window, now: datetime, *, with_erasures: bool) -> dict:
-    """Every figure of the dashboard (10 queries; 11 with the erasures)."""
+    """Every figure of the dashboard (9 queries; 10 with the erasures)."""
     return {
         "approvals": approvals(tenant, win, now),
         "runs": runs(tenant, win),
