@@ -66,6 +66,14 @@ def pages(cat: Catalogue) -> list[Page]:
             f"{base}/approvals/history/?tab=decided",
             "history-row",
         ),
+        # Aggregates over the window (console_app.selectors.dashboard): 10 queries each (an admin).
+        Page("dashboard ?range=24h", f"{base}/dashboard/?range=24h", "chart-decision-time"),
+        Page("dashboard ?range=7d", f"{base}/dashboard/?range=7d", "chart-decision-time"),
+        Page(
+            "dashboard ?range=30d (Europe/Paris days)",
+            f"{base}/dashboard/?range=30d&tz=Europe/Paris",
+            "chart-decision-time",
+        ),
     ]
 
 

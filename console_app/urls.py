@@ -15,6 +15,7 @@ from .views import (
     audit,
     auth,
     channels,
+    dashboard,
     effects,
     home,
     lifecycle,
@@ -47,6 +48,7 @@ urlpatterns = [
     path("", home.home, name="home"),
     path("t/<slug:tenant_slug>/", home.tenant_home, name="tenant-home"),
     path("t/<slug:tenant_slug>/search/", search.search, name="search"),
+    path("t/<slug:tenant_slug>/dashboard/", dashboard.dashboard, name="dashboard"),
     path(
         "t/<slug:tenant_slug>/approvals/",
         _namespace(

@@ -40,6 +40,8 @@ PAGES_FOR_ALL = [
     "/t/acme/search/?q=order",
     "/t/acme/no-such-page/",
     "/t/acme/preferences/",
+    "/t/acme/dashboard/",
+    "/t/acme/dashboard/?range=24h&tz=Europe/Paris",
 ]
 PAGES_FOR_OPERATORS = [
     "/t/acme/runs/{run}/suspend",

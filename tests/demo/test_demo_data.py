@@ -25,7 +25,9 @@ def test_demo_data_covers_every_state_of_every_domain(db, capsys):
             assert statuses(Task) == set(TaskStatus.values)
             assert statuses(Deletion) == {DeletionStatus.DONE}
             assert Session.objects.filter(legal_hold=True).count() == 1
-            deleted = Session.objects.get(content_deleted_at__isnull=False)
+            deleted = Session.objects.exclude(session_id__startswith="hist-").get(
+                content_deleted_at__isnull=False
+            )
             assert deleted.items.count() == 0
             # 8 asked once, and 1 asked again after its tool changed (the first voided)
             assert ApprovalRequest.objects.filter(status="pending").count() == 9
@@ -38,7 +40,8 @@ def test_demo_data_covers_every_state_of_every_domain(db, capsys):
     call_command("load_demo")
     assert "acme: demo data already there." in capsys.readouterr().out
     with in_tenant(Tenant.objects.get(slug="acme")):
-        assert Session.objects.count() == 14 + 15  # support sessions, and the payments ones
+        # support sessions, and the payments ones (besides the week of history)
+        assert Session.objects.exclude(session_id__startswith="hist-").count() == 14 + 15
 
 
 def test_demo_approvals_are_routed_and_notified(db, capsys, django_capture_on_commit_callbacks):
@@ -69,3 +72,32 @@ def test_demo_approvals_are_routed_and_notified(db, capsys, django_capture_on_co
             assert "console" in kinds
             if payments.exists():
                 assert "email" in kinds
+
+
+def test_the_demo_dashboard_shows_a_week_of_history(db, capsys):
+    """Every day of the last week has approvals asked and decided, runs and their cost."""
+    from datetime import UTC
+    from zoneinfo import ZoneInfo
+
+    from django.utils import timezone
+
+    from console_app.selectors.dashboard import dashboard, window
+
+    call_command("load_demo")
+    assert "acme: a week of history (" in capsys.readouterr().out
+    tenant = Tenant.objects.get(slug="acme")
+    now = timezone.now()
+    win = window("7d", ZoneInfo("UTC"), now)
+    with in_tenant(tenant):
+        figures = dashboard(tenant, win, now, with_erasures=True)
+    approvals, runs = figures["approvals"], figures["runs"]
+    # the first day starts at midnight, the history an hour-boundary 7 days ago: days 2-6 full
+    for series in (approvals["asked"], approvals["decided"], runs["tokens"], runs["cost"]):
+        assert all(value > 0 for value in series[1:6]), series
+    assert sum(approvals["expired"]) > 0 and sum(approvals["voided"]) > 0
+    assert set(approvals["latency"]) == {"low", "medium", "high", "critical"}
+    assert runs["reasons"] and runs["by_status"]["failed"]
+    assert sum(figures["deletions"]["receipts"]["done"]) >= 2
+    assert now.tzinfo is not None and win.start < now.astimezone(UTC)
+    call_command("load_demo")  # idempotent: no second week
+    assert "a week of history" not in capsys.readouterr().out

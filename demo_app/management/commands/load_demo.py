@@ -1,8 +1,11 @@
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from demo_app.data import DEMO_TENANTS, ensure_people
+from demo_app.data import DEMO_TENANTS, demo_username, ensure_people
+from demo_app.history import load_history
 from demo_app.routing import load_routing
 from demo_app.scenarios import load_scenarios
+from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 
 
@@ -14,6 +17,12 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo people ready ({len(logins)} logins).")
         for slug, _ in DEMO_TENANTS:
             tenant = Tenant.objects.get(slug=slug)
+            history = load_history(tenant, *_people(tenant, "operator", "admin"))
+            if not history.get("skipped"):
+                self.stdout.write(
+                    f"{slug}: a week of history ({history['approvals']} approvals, "
+                    f"{history['runs']} runs, {history['deletions']} deletions)."
+                )
             if load_routing(tenant):
                 self.stdout.write(f"{slug}: approval routing rules, groups and email ready.")
             made = load_scenarios(tenant)
@@ -24,3 +33,8 @@ class Command(BaseCommand):
                     f"{slug}: {made['sessions']} support sessions, "
                     f"{made['approvals']} pending approvals, {made['tasks']} migration tasks."
                 )
+
+
+def _people(tenant: Tenant, *roles: str) -> list[Actor]:
+    users = get_user_model().objects
+    return [Actor.for_user(users.get(username=demo_username(tenant.slug, r))) for r in roles]

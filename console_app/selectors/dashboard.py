@@ -1,0 +1,336 @@
+"""What the dashboard shows: a tenant's approvals, runs, effects and deletions over a window.
+
+Every figure is one aggregate query over the window's rows (GROUP BY a bucket, and a
+status, risk or tool), never a row per item: the page costs the same number of queries
+for an empty tenant and for a busy one (tests/console/dashboard pins it). Buckets are
+hours (24 h) or days (7 d, 30 d) of the viewer's time zone: a day is the zone's calendar
+day, so around a DST change it lasts 23 or 25 hours, and an hour is a UTC hour (the same
+instant everywhere), labelled in the zone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import (
+    Aggregate,
+    Case,
+    CharField,
+    Count,
+    DateField,
+    DateTimeField,
+    F,
+    FloatField,
+    Func,
+    Min,
+    Q,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, TruncDate, TruncHour
+
+from approvals_app.models import ApprovalRequest, ApprovalStatus
+from approvals_app.store.base import has_status
+from effects_app.models import EffectStatus, ExternalEffect
+from lifecycle_app.models import Deletion, DeletionStatus, Erasure
+from runs_app.models import Run, RunStatus
+from tenancy_app.models import Tenant
+
+RANGES = {"24h": ("hour", 24), "7d": ("day", 7), "30d": ("day", 30)}
+DEFAULT_RANGE = "7d"
+TOP = 10  # rows of the "top" tables: tools, failure reasons, sessions, agents
+RISKS = ["low", "medium", "high", "critical"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The range shown: `start` (inclusive) to `end` (now, exclusive), cut into buckets."""
+
+    key: str
+    tz: ZoneInfo
+    unit: str  # "hour" or "day"
+    start: datetime
+    end: datetime
+    # Each bucket's key as SQL returns it (a UTC hour, or a date in `tz`) and its start.
+    keys: list[Any] = field(default_factory=list)
+    starts: list[datetime] = field(default_factory=list)
+
+    def bucket(self, column: str):
+        """The SQL expression of `column`'s bucket."""
+        if self.unit == "hour":
+            return TruncHour(column, tzinfo=UTC)
+        return TruncDate(column, tzinfo=self.tz)
+
+    def within(self, column: str) -> Q:
+        return Q(**{f"{column}__gte": self.start, f"{column}__lt": self.end})
+
+    def label(self, index: int) -> str:
+        start = self.starts[index].astimezone(self.tz)
+        return start.strftime("%H:%M") if self.unit == "hour" else start.strftime("%a %d %b")
+
+
+def window(key: str, tz: ZoneInfo, now: datetime) -> Window:
+    """The window of range `key` ending at `now`: the last 24 hours (the current hour and
+    the 23 before it), or the last 7 or 30 calendar days of `tz`, today included."""
+    unit, count = RANGES[key]
+    if unit == "hour":
+        last = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        keys = [last - timedelta(hours=count - 1 - n) for n in range(count)]
+        starts = list(keys)
+    else:
+        today = now.astimezone(tz).date()
+        keys = [today - timedelta(days=count - 1 - n) for n in range(count)]
+        starts = [_midnight(day, tz) for day in keys]
+    return Window(key=key, tz=tz, unit=unit, start=starts[0], end=now, keys=keys, starts=starts)
+
+
+def _midnight(day: date, tz: ZoneInfo) -> datetime:
+    """The first instant of `day` in `tz` (a day a DST change starts at 00:00 begins at 01:00)."""
+    # In UTC: Python subtracts two datetimes of one tzinfo as wall times, so a 23-hour
+    # day would measure 24. (A midnight skipped by a DST change maps to the next instant.)
+    return datetime.combine(day, time.min, tzinfo=tz).astimezone(UTC)
+
+
+class Percentile(Aggregate):
+    """PostgreSQL's `percentile_cont(f) WITHIN GROUP (ORDER BY x)`: linear interpolation."""
+
+    function = "percentile_cont"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression, fraction: float, **extra):
+        super().__init__(expression, fraction=float(fraction), **extra)
+
+
+def _seconds_between(start: str, end: str) -> Func:
+    return Func(
+        F(end) - F(start), template="EXTRACT(EPOCH FROM %(expressions)s)", output_field=FloatField()
+    )
+
+
+def _series(win: Window, rows, value: str = "n") -> list:
+    """The values of `rows` ({"b": bucket key, value: …}) in bucket order, 0 where none."""
+    found = {row["b"]: row[value] for row in rows}
+    return [found.get(key, 0) or 0 for key in win.keys]
+
+
+def approvals(tenant: Tenant, win: Window, now: datetime) -> dict[str, Any]:
+    """Asked, decided, expired undecided and voided per bucket; time to decision (p50, p95)
+    per bucket and risk and per tool and risk; the pending backlog by risk now."""
+    rows = ApprovalRequest.objects.filter(tenant=tenant)
+
+    def per_bucket(kind: str, matching, column: str):
+        return (
+            matching.filter(win.within(column))
+            .annotate(kind=Value(kind, output_field=CharField()), b=win.bucket(column))
+            .values("kind", "b")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+
+    # Asked, expired undecided (swept or not yet: decided_at is expires_at once swept) and
+    # voided, per bucket: one statement (UNION ALL), each part grouped on its own column.
+    counts = per_bucket("asked", rows, "created_at").union(
+        per_bucket("expired", rows.filter(has_status(ApprovalStatus.EXPIRED, now)), "expires_at"),
+        per_bucket("voided", rows.filter(status=ApprovalStatus.VOIDED), "voided_at"),
+        all=True,
+    )
+    # Decided by a person (approve, edit, reject, respond), whatever came after (a void).
+    decided = rows.filter(win.within("decided_at")).exclude(decision="")
+    wait = _seconds_between("created_at", "decided_at")
+    by_risk = (
+        decided.annotate(b=win.bucket("decided_at"))
+        .values("b", "risk")
+        .annotate(n=Count("id"), p50=Percentile(wait, 0.5), p95=Percentile(wait, 0.95))
+        .order_by()
+    )
+    by_tool = (
+        decided.values("tool_name", "risk")
+        .annotate(n=Count("id"), p50=Percentile(wait, 0.5), p95=Percentile(wait, 0.95))
+        .order_by("-n", "tool_name", "risk")[: TOP * 2]
+    )
+    backlog = (
+        rows.filter(has_status(ApprovalStatus.PENDING, now))
+        .values("risk")
+        .annotate(n=Count("id"), oldest=Min("created_at"))
+        .order_by()
+    )
+    return _approval_figures(win, now, counts, by_risk, by_tool, backlog)
+
+
+def _approval_figures(win, now, counts, by_risk, by_tool, backlog) -> dict:
+    per_kind: dict[str, list] = {"asked": [], "expired": [], "voided": []}
+    for row in counts:
+        per_kind[row["kind"]].append(row)
+    by_risk = list(by_risk)
+    decided_per_bucket: dict[Any, int] = defaultdict(int)
+    latency: dict[str, dict[Any, dict]] = defaultdict(dict)
+    for row in by_risk:
+        decided_per_bucket[row["b"]] += row["n"]
+        latency[row["risk"]][row["b"]] = row
+    backlog = {row["risk"]: row for row in backlog}
+    oldest = min((row["oldest"] for row in backlog.values()), default=None)
+    return {
+        "asked": _series(win, per_kind["asked"]),
+        "decided": [decided_per_bucket.get(key, 0) for key in win.keys],
+        "expired": _series(win, per_kind["expired"]),
+        "voided": _series(win, per_kind["voided"]),
+        # Per risk: one list per bucket of {n, p50, p95} (None: nothing decided then).
+        "latency": {
+            risk: [latency[risk].get(key) for key in win.keys] for risk in RISKS if risk in latency
+        },
+        "by_tool": list(by_tool),
+        "backlog": [
+            {"risk": risk, "n": backlog[risk]["n"], "oldest": backlog[risk]["oldest"]}
+            for risk in reversed(RISKS)
+            if risk in backlog
+        ],
+        "pending": sum(row["n"] for row in backlog.values()),
+        "oldest_age": (now - oldest) if oldest else None,
+    }
+
+
+def runs(tenant: Tenant, win: Window) -> dict[str, Any]:
+    """Runs started per bucket by their status now, with their tokens and cost; the top
+    failure reasons (the error's `code`), sessions and agents by cost."""
+    started = Run.objects.filter(tenant=tenant).filter(win.within("created_at"))
+    by_status = (
+        started.annotate(b=win.bucket("created_at"))
+        .values("b", "status")
+        .annotate(n=Count("id"), tokens=Sum("token_used"), cost=Sum("cost_used"))
+        .order_by()
+    )
+    reasons = (
+        started.filter(status=RunStatus.FAILED)
+        .annotate(reason=Coalesce(KT("error__code"), Value(""), output_field=CharField()))
+        .values("reason")
+        .annotate(n=Count("id"))
+        .order_by("-n", "reason")[:TOP]
+    )
+
+    def top(kind: str, rows, name: str):
+        return (
+            rows.annotate(kind=Value(kind, output_field=CharField()), name=F(name))
+            .values("kind", "name")
+            .annotate(tokens=Sum("token_used"), cost=Sum("cost_used"), n=Count("id"))
+            .order_by("-cost", "-tokens", "name")[:TOP]
+        )
+
+    # The top sessions and the top agents by cost: one statement (UNION ALL).
+    tops = list(
+        top("session", started.filter(session__isnull=False), "session__session_id").union(
+            top("agent", started, "active_agent"), all=True
+        )
+    )
+    statuses: dict[str, dict[Any, int]] = defaultdict(dict)
+    tokens: dict[Any, int] = defaultdict(int)
+    cost: dict[Any, Decimal] = defaultdict(Decimal)
+    for row in by_status:
+        statuses[row["status"]][row["b"]] = row["n"]
+        tokens[row["b"]] += row["tokens"] or 0
+        cost[row["b"]] += row["cost"] or Decimal(0)
+    return {
+        "by_status": {
+            status: [statuses[status].get(key, 0) for key in win.keys]
+            for status in RunStatus.values
+            if status in statuses
+        },
+        "tokens": [tokens.get(key, 0) for key in win.keys],
+        "cost": [cost.get(key, Decimal(0)) for key in win.keys],
+        "reasons": list(reasons),
+        "sessions": [row for row in tops if row["kind"] == "session"],
+        "agents": [row for row in tops if row["kind"] == "agent"],
+    }
+
+
+def effects(tenant: Tenant, win: Window, now: datetime) -> dict[str, Any]:
+    """Effects a person must settle now (unknown, or started and stuck), by when they were
+    recorded: per bucket of the window, and how many are older than it. The same rule as
+    the effects queue (`EffectStore.needing_a_person`)."""
+    cutoff = now - timedelta(minutes=settings.STATEROOM_EFFECT_STUCK_MINUTES)
+    rows = (
+        ExternalEffect.objects.filter(tenant=tenant)
+        .filter(
+            Q(status=EffectStatus.UNKNOWN) | Q(status=EffectStatus.STARTED, updated_at__lt=cutoff)
+        )
+        .annotate(
+            b=Case(
+                When(created_at__lt=win.start, then=None),
+                default=win.bucket("created_at"),
+                output_field=DateTimeField() if win.unit == "hour" else DateField(),
+            )
+        )
+        .values("b", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    per: dict[str, dict[Any, int]] = {EffectStatus.UNKNOWN: {}, EffectStatus.STARTED: {}}
+    for row in rows:
+        key = row["b"]
+        if isinstance(key, datetime) and key.tzinfo is None:
+            # Inside CASE, PostgreSQL's `timestamp` (UTC) comes back naive (no Trunc converter).
+            key = key.replace(tzinfo=UTC)
+        per[row["status"]][key] = row["n"]
+    return {
+        "unknown": [per[EffectStatus.UNKNOWN].get(key, 0) for key in win.keys],
+        "stuck": [per[EffectStatus.STARTED].get(key, 0) for key in win.keys],
+        "unknown_older": per[EffectStatus.UNKNOWN].get(None, 0),
+        "stuck_older": per[EffectStatus.STARTED].get(None, 0),
+        "unknown_total": sum(per[EffectStatus.UNKNOWN].values()),
+        "stuck_total": sum(per[EffectStatus.STARTED].values()),
+    }
+
+
+RECEIPT_STATUSES = [DeletionStatus.DONE, DeletionStatus.REFUSED, DeletionStatus.FAILED]
+
+
+def deletions(tenant: Tenant, win: Window, *, with_erasures: bool) -> dict[str, Any]:
+    """Deletion receipts (finished jobs: done, refused, failed) per bucket of their end, and
+    the erasures asked per bucket (None for a role that may not see erasures)."""
+    finished = (
+        Deletion.objects.filter(tenant=tenant, status__in=RECEIPT_STATUSES)
+        .filter(win.within("finished_at"))
+        .annotate(b=win.bucket("finished_at"))
+        .values("b", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    per: dict[str, dict[Any, int]] = defaultdict(dict)
+    for row in finished:
+        per[row["status"]][row["b"]] = row["n"]
+    found = {
+        "receipts": {
+            status.value: [per[status].get(key, 0) for key in win.keys]
+            for status in RECEIPT_STATUSES
+        },
+        "erasures": None,
+    }
+    if with_erasures:
+        asked = (
+            Erasure.objects.filter(tenant=tenant)
+            .filter(win.within("created_at"))
+            .annotate(b=win.bucket("created_at"))
+            .values("b")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        found["erasures"] = _series(win, asked)
+    return found
+
+
+def dashboard(tenant: Tenant, win: Window, now: datetime, *, with_erasures: bool) -> dict:
+    """Every figure of the dashboard (9 queries; 10 with the erasures)."""
+    return {
+        "approvals": approvals(tenant, win, now),
+        "runs": runs(tenant, win),
+        "effects": effects(tenant, win, now),
+        "deletions": deletions(tenant, win, with_erasures=with_erasures),
+    }
