@@ -131,10 +131,17 @@ def may_read_replica(request) -> bool:
 
 
 def _replica_up() -> bool:
-    """Connect the replica now; a replica that is down sends the reads to the primary."""
+    """Connect the replica now; a replica that is down sends the reads to the primary.
+
+    A kept connection is checked (`SELECT 1`) every time, unlike the primary's
+    (stateroom/postgres/base.py): a replica can go away on its own (a failover,
+    a rebuild), and a page read there is heavy enough not to notice the check.
+    """
+    replica = connections[REPLICA]
     try:
-        connections[REPLICA].close_if_health_check_failed()
-        connections[REPLICA].ensure_connection()
+        if replica.connection is not None and not replica.is_usable():
+            replica.close()
+        replica.ensure_connection()
     except OperationalError:
         logger.warning("the read replica is unreachable; reading the primary", exc_info=True)
         return False

@@ -66,6 +66,13 @@ class Pair:
     def superuser(self, port: int, database: str = DATABASE) -> psycopg.Connection:
         return psycopg.connect(url(port, "postgres", database), autocommit=True)
 
+    def stop_replica(self) -> None:
+        pg = bindir()
+        assert pg is not None
+        _run(
+            [str(pg / "pg_ctl"), "-D", str(self.directory / "standby"), "-m", "fast", "-w", "stop"]
+        )
+
     def lag(self, delay: str) -> None:
         """Hold back on the standby every commit younger than `delay` ('0' applies them all)."""
         with self.superuser(self.replica_port) as conn:

@@ -1,4 +1,4 @@
-"""Two tenants on the replica test's own primary, each with an admin and a session.
+"""Two tenants on the replica test's own primary, each with an admin and two sessions.
 
 Run by tests/replica/test_replica.py with DATABASE_URL at that primary. Prints
 JSON: the session cookie's name and each admin's logged-in session key.
@@ -20,12 +20,15 @@ from tenancy_app.models import Membership, Role, Tenant  # noqa: E402
 from tenancy_app.scoping import in_tenant  # noqa: E402
 
 out = {"cookie": settings.SESSION_COOKIE_NAME}
-for slug, username, session_id in (("acme", "ada", "acme-s1"), ("globex", "bob", "globex-s1")):
+for slug, username, session_id in (("acme", "ada", "acme-s"), ("globex", "bob", "globex-s")):
     tenant = Tenant.objects.create(slug=slug, name=slug.title())
     user = get_user_model().objects.create_user(username=username, password="not-used-here-1")
     with in_tenant(tenant):
         Membership.objects.create(user=user, tenant=tenant, role=Role.ADMIN)
-        SessionStore(tenant, Actor.system("seed")).create(session_id=session_id, user_id="u1")
+        for n in (1, 2):
+            SessionStore(tenant, Actor.system("seed")).create(
+                session_id=f"{session_id}{n}", user_id="u1"
+            )
     client = Client()
     client.force_login(user)
     out[username] = client.cookies[settings.SESSION_COOKIE_NAME].value

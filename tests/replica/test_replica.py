@@ -125,7 +125,20 @@ def test_row_level_security_holds_on_the_replica(cluster):
         assert conn.execute("SELECT count(*) FROM sessions_app_session").fetchone()[0] == 0
         tenant = conn.execute("SELECT id FROM tenancy_app_tenant WHERE slug = 'acme'").fetchone()[0]
         conn.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant)])
-        seen = conn.execute("SELECT session_id FROM sessions_app_session").fetchall()
-        assert seen == [("acme-s1",)]
+        seen = conn.execute("SELECT session_id FROM sessions_app_session ORDER BY 1").fetchall()
+        assert seen == [("acme-s1",), ("acme-s2",)]
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             conn.execute("UPDATE sessions_app_session SET legal_hold = true")
+
+
+def test_a_replica_that_is_down_sends_the_chosen_reads_to_the_primary(cluster):
+    """Last in the module: it stops the standby."""
+    pair, base = cluster
+    reason = "replica down check 91c2"
+    with browser(base, pair.seeded, "ada") as writer, browser(base, pair.seeded, "ada") as other:
+        assert hold(writer, "acme-s2", reason).status_code == 302
+        assert reason not in other.get("/t/acme/audit/").text  # the replica, behind
+        pair.stop_replica()
+        page = other.get("/t/acme/audit/")
+        assert page.status_code == 200
+        assert reason in page.text  # read on the primary
