@@ -322,6 +322,9 @@ def _api_load_rows(results: dict, api: dict) -> list[list]:
     if "error" in api:
         rows.append(_not_measured("api", "HTTP API", "", api["error"]))
     for i, load in enumerate(api.get("loads", [])):
+        if "error" in load:
+            rows.append(_not_measured("api", f"load, {load['worker_class']}", "", load["error"]))
+            continue
         verdict = _load_verdict(load, api)
         p95 = load.get("p95_ms")
         rows.append(
@@ -427,7 +430,12 @@ def _deletion_rows(deletion: dict) -> list[list]:
         [
             "deletion",
             f"`DeletionStore.run`, {deletion['rows']:,} rows ({deletion['counts'].get('session_items', 0):,} items),"
-            f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions",
+            f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions"
+            + (
+                f" in {deletion['slices']} resumed slices of {deletion['slice_seconds']:g} s"
+                if deletion.get("slices")
+                else ""
+            ),
             f"{_f(deletion['rows_per_s'], 0)} rows/s",
             f"tx {_f(deletion['tx_p50_ms'], 1)}",
             f"tx {_f(deletion['tx_p95_ms'], 1)}, max {_f(deletion['longest_tx_ms'], 1)}",
