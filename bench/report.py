@@ -323,7 +323,8 @@ def _api_load_rows(results: dict, api: dict) -> list[list]:
         rows.append(_not_measured("api", "HTTP API", "", api["error"]))
     for i, load in enumerate(api.get("loads", [])):
         if "error" in load:
-            rows.append(_not_measured("api", f"load, {load['worker_class']}", "", load["error"]))
+            what = f"load, {load['worker_class']} {load.get('via', '')}".strip()
+            rows.append(_not_measured("api", what, "", load["error"]))
             continue
         verdict = _load_verdict(load, api)
         p95 = load.get("p95_ms")
@@ -332,6 +333,7 @@ def _api_load_rows(results: dict, api: dict) -> list[list]:
                 "api",
                 f"load: GET last 50 items of the {results.get('scale', {}).get('timeline_items', 0):,}-item"
                 f" session, gunicorn {api.get('workers')} {load['worker_class']} workers"
+                + (f" {load['via']}" if load.get("via") else "")
                 + (" (production command line)" if i == 0 else " (for comparison)")
                 + f", {load['tool']}",
                 f"{_f(load['req_per_s'], 0)} req/s",
