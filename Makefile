@@ -9,7 +9,7 @@ PORT ?= 8000
 DEMO_ADDR ?= 127.0.0.1:$(PORT)
 PYTEST_ARGS ?=
 
-.PHONY: help install demo test test-sdk-range lint format bench stop-db clean
+.PHONY: help install demo test test-pooler test-sdk-range lint format bench stop-db clean
 
 help:
 	@echo "make demo     - install, start PostgreSQL (embedded unless DATABASE_URL), migrate, load demo data, serve"
@@ -50,6 +50,26 @@ demo: $(DEMO_STAMP)
 test: install
 	@scripts/test_prerequisites.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The API, stores, console pages, concurrency races and tenant isolation again, every
+# connection through PgBouncer in pool_mode=transaction started by the run
+# (pytest --through-pooler, docs/scaling.md).
+POOLER_SUBSET = tests/pooler/test_run_through_pooler.py \
+	tests/sessions/test_api.py tests/runs/test_api.py tests/tasks/test_api.py \
+	tests/approvals/test_api.py tests/effects/test_api.py \
+	tests/sessions/test_store.py tests/runs/test_store.py tests/tasks/test_store.py \
+	tests/approvals/test_store.py tests/effects/test_store.py \
+	tests/sessions/test_concurrency.py tests/runs/test_concurrency.py \
+	tests/tasks/test_concurrency.py tests/approvals/test_concurrency.py \
+	tests/effects/test_concurrency.py tests/effects/test_claim_concurrency.py \
+	tests/approvals/test_void_concurrency.py tests/actions/test_run_control_api_concurrency.py \
+	tests/tenancy/test_tenancy.py tests/tenancy/test_bearer.py \
+	tests/console/test_query_counts.py tests/console/sessions tests/console/audit \
+	tests/console/approvals
+
+test-pooler: install
+	@scripts/test_prerequisites.sh
+	$(BIN)/python -m pytest --through-pooler -m "not browser" $(POOLER_SUBSET) $(PYTEST_ARGS)
 
 # tests/runtime/agents (and the SDK's own session tests) on both ends of the client's
 # openai-agents range, each in a venv of its own (.venv/sdk-range/).

@@ -61,14 +61,14 @@ def gunicorn_command(port: int, extra: list[str] | None = None) -> list[str]:
 
 
 @contextmanager
-def gunicorn(log, extra: list[str] | None = None) -> Iterator[str]:
-    """gunicorn on 127.0.0.1, stopped (SIGTERM, then SIGKILL) on exit."""
+def gunicorn(log, extra: list[str] | None = None, **env: str) -> Iterator[str]:
+    """gunicorn on 127.0.0.1 (with `env` over this process's), stopped on exit."""
     port = free_port()
     cmd = gunicorn_command(port, extra)
     log("  starting " + " ".join(cmd[2:]))
     errors = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-gunicorn-{port}.log"
     with errors.open("w") as err:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ), stdout=err, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=err, stderr=err)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -382,6 +382,23 @@ CONFIGS = (
 )
 
 
+def _load_through_pooler(log, token: str, cat: Catalogue, seconds: int) -> dict:
+    """The production row's load with PgBouncer (transaction mode) between gunicorn and
+    PostgreSQL, as README's production section sets it up (`DB_POOLER=transaction`)."""
+    from . import pooler
+
+    name, extra = CONFIGS[0]
+    row = {"worker_class": name, "via": "through PgBouncer (pool_mode=transaction, DB_POOLER)"}
+    try:
+        with (
+            pooler.pgbouncer(os.environ["DATABASE_URL"]) as pooled,
+            gunicorn(log, extra, DATABASE_URL=pooled, DB_POOLER="transaction") as base,
+        ):
+            return {**row, **load_test(base, token, cat, seconds)}
+    except Exception as exc:  # no pgbouncer here: the row says so, the others stand
+        return {**row, "error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
 def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     from stateroom_client import StateroomClient
 
@@ -416,7 +433,11 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
             result["loads"].append(
                 {"worker_class": name, **load_test(base, token, cat, scale.load_seconds)}
             )
+    result["loads"].append(_load_through_pooler(log, token, cat, scale.load_seconds))
     for load in result["loads"]:
+        if "error" in load:
+            log(f"  load ({load['worker_class']}): not measured: {load['error']}")
+            continue
         log(
             f"  load ({load['worker_class']}): {load['req_per_s']} req/s, p50 {load['p50_ms']} ms"
             f" ({load['tool']}, non-2xx {load['non_2xx']})"

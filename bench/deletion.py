@@ -4,8 +4,12 @@ A fresh closed session (100,000 items at the default scale, plus 5 runs with
 their events and a task with 20 checkpoints of ~10 KB) is generated outside
 the timing, its deletion is requested through `DeletionStore.request`
 (not enqueued) and `DeletionStore.run` is timed as the Celery task
-would call it. Every transaction the job opens is timed at the connection:
-from the switch out of autocommit to the switch back after COMMIT.
+calls it: in time slices (`time_budget`), each slice a new `run` call that
+resumes the job from what its batches saved, as the next enqueued task does
+(the task's slice is `STATEROOM_JOB_SLICE_SECONDS`, 60 s; here
+`SLICE_SECONDS`, so a deletion of any size is resumed several times). Every
+transaction the job opens is timed at the connection: from the switch out of
+autocommit to the switch back after COMMIT.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from .timing import Sample
 ROWS_PER_S_TARGET = 20_000
 LONGEST_TX_TARGET_MS = 1000.0
 BATCH_SIZE = 1000
+SLICE_SECONDS = 5.0
 
 
 @contextmanager
@@ -99,7 +104,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         deletion = store.request(session_id=session_id, reason="benchmark", enqueue=False)
     with in_tenant(tenant, atomic=False), transaction_timer(connection) as tx:
         started = time.perf_counter()
-        deletion = store.run(deletion_id=deletion.deletion_id, batch_size=BATCH_SIZE)
+        deletion, slices = _run_in_slices(store, deletion)
         elapsed = time.perf_counter() - started
     left = _left_by_owners(tenant, store, session_id, list(deletion.counts))
     left_raw = content_left(url, tenant.pk, session_id)
@@ -109,6 +114,8 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     result = {
         "session_id": session_id,
         "batch_size": BATCH_SIZE,
+        "slice_seconds": SLICE_SECONDS,
+        "slices": slices,
         "status": deletion.status,
         "planned": deletion.planned,
         "counts": deletion.counts,
@@ -117,9 +124,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         "rows": rows,
         "seconds": round(elapsed, 3),
         "rows_per_s": round(rows / elapsed, 1) if elapsed else 0.0,
-        "session_items_per_s": round(deletion.counts.get("session_items", 0) / elapsed, 1)
-        if elapsed
-        else 0.0,
+        "session_items_per_s": round(deletion.counts.get("session_items", 0) / (elapsed or 1), 1),
         "transactions": len(tx),
         "tx_p50_ms": round(txs.p50_ms, 2),
         "tx_p95_ms": round(txs.p95_ms, 2),
@@ -136,9 +141,23 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     )
     log(
         f"  deleted {rows} rows in {elapsed:.2f} s ({result['rows_per_s']:.0f} rows/s),"
-        f" {len(tx)} transactions, longest {longest_ms:.0f} ms, status {deletion.status}"
+        f" {len(tx)} transactions in {slices} slices, longest {longest_ms:.0f} ms,"
+        f" status {deletion.status}"
     )
     return result
+
+
+def _run_in_slices(store, deletion):
+    """Run the job as the Celery task does: a slice per `run` call, each resuming the last."""
+    from lifecycle_app.models import OPEN_STATUSES
+
+    slices = 0
+    while deletion.status in OPEN_STATUSES:
+        slices += 1
+        deletion = store.run(
+            deletion_id=deletion.deletion_id, batch_size=BATCH_SIZE, time_budget=SLICE_SECONDS
+        )
+    return deletion, slices
 
 
 def _left_by_owners(tenant, store, session_id: str, kinds: list[str]) -> dict:

@@ -329,6 +329,10 @@ def _api_load_rows(results: dict, api: dict) -> list[list]:
     if "error" in api:
         rows.append(_not_measured("api", "HTTP API", "", api["error"]))
     for i, load in enumerate(api.get("loads", [])):
+        if "error" in load:
+            what = f"load, {load['worker_class']} {load.get('via', '')}".strip()
+            rows.append(_not_measured("api", what, "", load["error"]))
+            continue
         verdict = _load_verdict(load, api)
         p95 = load.get("p95_ms")
         rows.append(
@@ -336,6 +340,7 @@ def _api_load_rows(results: dict, api: dict) -> list[list]:
                 "api",
                 f"load: GET last 50 items of the {results.get('scale', {}).get('timeline_items', 0):,}-item"
                 f" session, gunicorn {api.get('workers')} {load['worker_class']} workers"
+                + (f" {load['via']}" if load.get("via") else "")
                 + (" (production command line)" if i == 0 else " (for comparison)")
                 + f", {load['tool']}",
                 f"{_f(load['req_per_s'], 0)} req/s",
@@ -434,7 +439,12 @@ def _deletion_rows(deletion: dict) -> list[list]:
         [
             "deletion",
             f"`DeletionStore.run`, {deletion['rows']:,} rows ({deletion['counts'].get('session_items', 0):,} items),"
-            f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions",
+            f" batches of {deletion['batch_size']}, {deletion['transactions']} transactions"
+            + (
+                f" in {deletion['slices']} resumed slices of {deletion['slice_seconds']:g} s"
+                if deletion.get("slices")
+                else ""
+            ),
             f"{_f(deletion['rows_per_s'], 0)} rows/s",
             f"tx {_f(deletion['tx_p50_ms'], 1)}",
             f"tx {_f(deletion['tx_p95_ms'], 1)}, max {_f(deletion['longest_tx_ms'], 1)}",

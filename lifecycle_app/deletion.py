@@ -203,23 +203,44 @@ def enqueue_job(tenant: Tenant, deletion_id: str) -> None:
 
 
 class _Sweep:
-    """Where one `run` call has got to: a keyset cursor per (class, container).
+    """Where the job has got to: a keyset cursor per (class, container).
 
     Walking each container's index from the last key keeps every batch's
-    statements short however far the job has got; the cursors live in
-    memory only, so a resumed job rescans from the start once, and the
-    "nothing left" check before closing the receipt asks the owners.
+    statements short however far the job has got. The cursors of the
+    append-only classes (items: below the key a batch reached none can hold
+    content again) are saved with each batch (`Deletion.swept`), so a resumed
+    job starts there and the "nothing left" check before closing the receipt
+    counts past them only: no statement walks the index entries of the rows
+    the batches deleted (1.5 s at 1 M items before). The other classes'
+    cursors live in memory only: their rows are cleared in place, and a
+    resumed job walks them from the start once.
     """
 
-    def __init__(self, owners: Owners, scope: Scope, names: list[str]) -> None:
+    def __init__(
+        self, owners: Owners, scope: Scope, names: list[str], swept: dict[str, Any]
+    ) -> None:
         self.owners = owners
         self.names = names
+        self.cursor: dict[tuple[str, Any], Any] = {
+            (cls.name, container): swept[f"{cls.name}:{container}"]
+            for cls, _, container in work(owners, scope, names)
+            if cls.append_only and f"{cls.name}:{container}" in swept
+        }
         self.restart(scope)
 
     def restart(self, scope: Scope) -> None:
+        """Walk every container again, the append-only ones from where they were swept to."""
         self.scope = scope
         self.todo = list(work(self.owners, scope, self.names))
-        self.cursor: dict[tuple[str, Any], Any] = {}
+        self.cursor = {key: at for key, at in self.cursor.items() if CLASSES[key[0]].append_only}
+
+    def swept(self) -> dict[str, Any]:
+        """The append-only classes' cursors, to save with the batch (`Deletion.swept`)."""
+        return {
+            f"{name}:{container}": key
+            for (name, container), key in self.cursor.items()
+            if CLASSES[name].append_only
+        }
 
     def batch(self, *, limit: int, now: datetime) -> dict[str, int]:
         """Remove the content of up to `limit` rows; how many per class."""
@@ -461,7 +482,8 @@ class DeletionStore(BaseStore):
                     return deletion
                 if sweep is None:
                     names = list(deletion.planned)
-                    sweep = _Sweep(self.owners, resolve(self.owners, deletion.session), names)
+                    scope = resolve(self.owners, deletion.session)
+                    sweep = _Sweep(self.owners, scope, names, deletion.swept)
                 finished = self._run_batch(deletion, sweep, batch_size, worker)
                 if on_batch is not None and not finished:
                     on_batch(deletion)
@@ -485,7 +507,7 @@ class DeletionStore(BaseStore):
     def _run_batch(self, deletion: Deletion, sweep: _Sweep, batch_size: int, worker: str) -> bool:
         """One batch of an open job, in the caller's transaction; True once the job is finished."""
         now = self.now()
-        fields = ["status", "counts", "heartbeat_at", "worker"]
+        fields = ["status", "counts", "swept", "heartbeat_at", "worker"]
         deletion.status = DeletionStatus.RUNNING
         deletion.heartbeat_at = now
         deletion.worker = worker
@@ -511,6 +533,7 @@ class DeletionStore(BaseStore):
             deletion.counts = {
                 name: deletion.counts.get(name, 0) + handled.get(name, 0) for name in names
             }
+            deletion.swept = sweep.swept()
             deletion.save(update_fields=fields)
             return False
 

@@ -55,6 +55,10 @@ class Deletion(TenantOwned):
     policy = models.CharField(max_length=200, blank=True, default="manual")
     planned = models.JSONField(default=dict)
     counts = models.JSONField(default=dict)
+    # For append-only classes (items): "<class>:<container>" -> the key every row up to
+    # which this job has removed, saved with each batch. A resumed job starts there,
+    # and the finishing check counts past it only: neither walks what was deleted.
+    swept = models.JSONField(default=dict)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)

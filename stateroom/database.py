@@ -84,6 +84,28 @@ def configured_databases(environ: Mapping[str, str] = os.environ) -> tuple[dict,
     return app, owner
 
 
+def replica_database(primary: Mapping[str, Any], url: str) -> dict:
+    """The `replica` alias: the primary's settings with the replica's place and role.
+
+    The replica is a physical copy of the primary, so it must be the same database.
+    """
+    import dj_database_url
+
+    if urlsplit(url).scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise DatabaseConfigError("DATABASE_REPLICA_URL must name a PostgreSQL database.")
+    parsed = dj_database_url.parse(url)
+    if parsed["NAME"] != primary["NAME"]:
+        raise DatabaseConfigError(
+            "DATABASE_REPLICA_URL must name the same database as DATABASE_URL"
+            f" ({parsed['NAME']!r} vs {primary['NAME']!r})."
+        )
+    replica = {**primary, **{key: parsed[key] for key in ("USER", "PASSWORD", "HOST", "PORT")}}
+    replica["OPTIONS"] = dict(primary.get("OPTIONS") or {})
+    # The test databases: the replica is a copy of the primary's test database.
+    replica["TEST"] = {**(primary.get("TEST") or {}), "MIRROR": "default"}
+    return replica
+
+
 def socket_url(role: str, socket_dir: Path, database: str) -> str:
     return f"postgres://{role}@{quote(str(socket_dir), safe='')}/{database}"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from .database import configured_databases
+from .database import configured_databases, replica_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -125,6 +125,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
+    # After a console write, the browser reads the primary for a while (stateroom/replica.py).
+    "stateroom.replica.ReplicaPinMiddleware",
     # Last, because it runs the view inside the tenant's transaction.
     "tenancy_app.middleware.TenantMiddleware",
 ]
@@ -192,6 +194,15 @@ if os.environ.get("STATEROOM_TEST_DB_SUFFIX"):
         "NAME": f"test_{_database['NAME']}_{os.environ['STATEROOM_TEST_DB_SUFFIX']}"
     }
 DATABASES = {"default": _database}
+# DATABASE_REPLICA_URL: a streaming replica of the same database (the app role
+# on it). The console's heavy reads (lists, audit log, approvals history,
+# exports) go there; writes and every other read stay on the primary, and a
+# browser that just wrote reads the primary for DB_REPLICA_PIN_SECONDS
+# (stateroom/replica.py, docs/scaling.md).
+DB_REPLICA_PIN_SECONDS = env_float("DB_REPLICA_PIN_SECONDS", 5.0)
+if os.environ.get("DATABASE_REPLICA_URL"):
+    DATABASES["replica"] = replica_database(_database, os.environ["DATABASE_REPLICA_URL"])
+DATABASE_ROUTERS = ["stateroom.replica.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,7 +7,7 @@ django-scopes scope (ORM layer) and a transaction whose PostgreSQL setting
 """
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -87,6 +87,7 @@ def read_in_chunks(
     key: Callable[[Row], Any],
     size: int = 500,
     start: Any = 0,
+    reads: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> Iterator[Row]:
     """Every row `read(after, size)` returns, chunk after chunk, for streamed responses.
 
@@ -94,11 +95,12 @@ def read_in_chunks(
     request's tenant scope and transaction: each chunk is read in its own
     short `in_tenant`, so no transaction stays open between chunks. `read`
     returns the next `size` rows whose keyset position is past `after`, in
-    order; `key(row)` is that position.
+    order; `key(row)` is that position. `reads()` is entered around each chunk's read
+    (`stateroom.replica.chunk_reads`: the chunk's reads on the replica).
     """
     after = start
     while True:
-        with in_tenant(tenant):
+        with in_tenant(tenant), reads():
             chunk = read(after, size)
         yield from chunk
         if len(chunk) < size:

@@ -39,11 +39,27 @@ def django_db_modify_db_settings(django_db_modify_db_settings):
         yield
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--through-pooler",
+        action="store_true",
+        help="connect to the test database through PgBouncer in pool_mode=transaction,"
+        " started for the run, as DB_POOLER=transaction (docs/scaling.md)",
+    )
+
+
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
-    """...and the tests connect as the app role, as the app does."""
+def django_db_setup(django_db_setup, request):
+    """...and the tests connect as the app role, as the app does (through PgBouncer in
+    transaction mode with `--through-pooler`)."""
     with as_app():
-        yield
+        if request.config.getoption("--through-pooler"):
+            from tests.infra import through_pooler
+
+            with through_pooler():
+                yield
+        else:
+            yield
 
 
 @pytest.fixture

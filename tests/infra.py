@@ -34,6 +34,11 @@ from django.conf import settings
 ROOT = Path(settings.BASE_DIR)
 
 
+def direct(settings_dict: dict) -> dict:
+    """A connection's settings with the server's own address (not the run's pooler, if any)."""
+    return {**settings_dict, **settings_dict.get("DIRECT", {})}
+
+
 def database_url(*, user: str | None = None, password: str | None = None) -> str:
     """The URL of this test process's (test) database, as its app role or as `user`."""
     from django.db import connection
@@ -53,7 +58,7 @@ def admin_connection(*, database: str = "postgres") -> psycopg.Connection:
         return psycopg.connect(url.rsplit("/", 1)[0] + "/" + database, autocommit=True)
     from django.db import connection
 
-    s = connection.settings_dict
+    s = direct(connection.settings_dict)
     host = str(s["HOST"] or "127.0.0.1")
     if host.startswith("/"):  # the embedded server listens on a socket only
         return psycopg.connect(
@@ -96,6 +101,8 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.pop("STATEROOM_TEST_DB_SUFFIX", None)
     env.pop("DATABASE_OWNER_URL", None)  # the subprocess is the app, on the test database
     env.update(DJANGO_SETTINGS_MODULE="stateroom.test_settings", DATABASE_URL=database_url())
+    if connection_pooler():  # the run goes through PgBouncer (--through-pooler): so does the child
+        env["DB_POOLER"] = connection_pooler()
     env.update(extra)
     return env
 
@@ -279,7 +286,7 @@ def pgbouncer(*, pool_mode: str = "transaction", pool_size: int = 4) -> Iterator
         os.environ.get("STATEROOM_PGBOUNCER") or shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
     )
     require_infrastructure(Path(binary).exists(), "needs pgbouncer (apt-get install pgbouncer)")
-    s = connection.settings_dict
+    s = direct(connection.settings_dict)
     owner = settings.DATABASE_OWNER or {}
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
@@ -349,3 +356,40 @@ def pooled_url(port: int, *, owner: bool = False) -> str:
 
     role = settings.DATABASE_OWNER if owner else {}
     return url_of({**connection.settings_dict, **role, "HOST": "127.0.0.1", "PORT": port})
+
+
+def connection_pooler() -> str:
+    from django.db import connection
+
+    return connection.settings_dict.get("POOLER") or ""
+
+
+@contextmanager
+def through_pooler(pool_size: int = 20) -> Iterator[int]:
+    """Every connection of this test process to its test database through PgBouncer in
+    `pool_mode = transaction`, set up as `DB_POOLER=transaction` sets it up (prepared
+    statements and server-side cursors off), for the run (`pytest --through-pooler`).
+
+    The owner role (migrations, flush) and `admin_connection()` still go straight to
+    the server (`direct`); subprocesses get the pooled URL with `DB_POOLER`.
+    """
+    from django.db import connections
+
+    with pgbouncer(pool_size=pool_size) as port:
+        s = connections["default"].settings_dict
+        saved = {
+            key: s.get(key) for key in ("HOST", "PORT", "POOLER", "DISABLE_SERVER_SIDE_CURSORS")
+        }
+        saved_options = s.get("OPTIONS", {})
+        connections["default"].close()
+        s["DIRECT"] = {"HOST": s["HOST"], "PORT": s["PORT"]}
+        s.update(HOST="127.0.0.1", PORT=port, POOLER="transaction")
+        s["DISABLE_SERVER_SIDE_CURSORS"] = True
+        s["OPTIONS"] = {**saved_options, "prepare_threshold": None}
+        try:
+            yield port
+        finally:
+            connections["default"].close()
+            s.pop("DIRECT", None)
+            s.update(saved)
+            s["OPTIONS"] = saved_options

@@ -40,6 +40,7 @@ from stateroom.errors import Conflict, NotFound, Unprocessable
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.jsonview import diff, highlight_json, pretty
 from stateroom.pages import keyset_page, parse_cursor
+from stateroom.replica import chunk_reads, reads_replica
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 from tenancy_app.scoping import read_in_chunks
@@ -210,6 +211,7 @@ HISTORY_EXPORT_CHUNK = 500
 
 @require_permission(Permission.READ)
 @require_GET
+@reads_replica
 def history(request):
     """Approvals by status tab, filtered by risk, tool, agent, decider and dates; keyset pages."""
     form = HistoryFilterForm(request.GET)
@@ -245,7 +247,9 @@ def history_export(request):
         found = ApprovalStore(tenant, actor).history(**filters).filter(id__gt=after)
         return list(found.order_by("id")[:size])
 
-    rows = read_in_chunks(tenant, read, key=lambda a: a.id, size=HISTORY_EXPORT_CHUNK)
+    rows = read_in_chunks(
+        tenant, read, key=lambda a: a.id, size=HISTORY_EXPORT_CHUNK, reads=chunk_reads(request)
+    )
     response = StreamingHttpResponse(_history_csv(rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (
         f'attachment; filename="approvals-{filters["tab"]}-{tenant.slug}.csv"'

@@ -21,6 +21,7 @@ from stateroom.actor import Actor
 from stateroom.htmx import render_page, wants_fragment
 from stateroom.jsonview import diff
 from stateroom.pages import keyset_slice, parse_cursor
+from stateroom.replica import chunk_reads, reads_replica
 from tenancy_app.access import require_permission
 from tenancy_app.models import Tenant
 from tenancy_app.permissions import Permission
@@ -66,6 +67,7 @@ def target_url(tenant: Tenant, target_type: str, target_id: str) -> str | None:
 
 @require_permission(Permission.READ)
 @require_GET
+@reads_replica
 def log(request):
     form = AuditFilterForm(request.GET)
     events: list[AuditEvent] = []
@@ -124,7 +126,9 @@ def export(request, fmt: str):
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
         return HttpResponseBadRequest("Invalid filters: " + form.errors.as_text())
-    rows = _export_rows(request.tenant, Actor.from_request(request), form.store_filters())
+    rows = _export_rows(
+        request.tenant, Actor.from_request(request), form.store_filters(), chunk_reads(request)
+    )
     if fmt == "csv":
         body, content_type = _csv_lines(rows), "text/csv; charset=utf-8"
     else:
@@ -135,14 +139,18 @@ def export(request, fmt: str):
     return response
 
 
-def _export_rows(tenant: Tenant, actor: Actor, filters: dict) -> Iterator[dict]:
-    """Every matching event in seq order, read chunk by chunk (keyset on seq)."""
+def _export_rows(tenant: Tenant, actor: Actor, filters: dict, reads) -> Iterator[dict]:
+    """Every matching event in seq order, read chunk by chunk (keyset on seq), each chunk
+    where `reads` says (the replica, when the view may read it)."""
 
     def read(after: int, size: int) -> list[dict]:
         events = AuditStore(tenant, actor).list_events(**filters).filter(seq__gt=after)
         return list(events.order_by("seq").values(*EXPORT_FIELDS)[:size])
 
-    for row in read_in_chunks(tenant, read, key=lambda row: row["seq"], size=EXPORT_CHUNK):
+    chunks = read_in_chunks(
+        tenant, read, key=lambda row: row["seq"], size=EXPORT_CHUNK, reads=reads
+    )
+    for row in chunks:
         row["created_at"] = row["created_at"].isoformat()
         yield row
 

@@ -28,12 +28,14 @@ from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.jsonview import diff
 from stateroom.pages import keyset_page, parse_cursor
+from stateroom.replica import reads_replica
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 
 
 @require_permission(Permission.READ)
 @require_GET
+@reads_replica
 def run_list(request):
     form = RunFilterForm(request.GET)
     page = None

@@ -30,6 +30,7 @@ from stateroom.errors import NotFound, StateroomError
 from stateroom.forms import refused_fields
 from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.pages import keyset_page, parse_cursor
+from stateroom.replica import reads_replica
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 
@@ -163,6 +164,7 @@ def _filtered(request, data) -> tuple[SessionFilterForm, QuerySet[Session] | Non
 
 @require_permission(Permission.READ)
 @require_GET
+@reads_replica
 def session_list(request):
     form, sessions = _filtered(request, request.GET)
     page = keyset_page(sessions, request.GET) if sessions is not None else None

@@ -640,3 +640,48 @@ def test_a_deletion_finishes_with_the_cursor_check_and_counts_exactly(tenant_a):
     with in_tenant(tenant_a):
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
         assert SessionStore(tenant_a, ADMIN).get("s").content_deleted_at is not None
+
+
+def test_a_resumed_job_starts_past_the_items_its_batches_deleted(tenant_a):
+    """The items' cursor is saved with each batch: a job resumed after a crash (or a new
+    time slice) neither walks the deleted items' index entries again in its batches nor in
+    its finishing check, and still removes everything, counted exactly."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with in_tenant(tenant_a):
+        built = build_session(tenant_a, "s", items=23, events=3, checkpoints=2, effects=1)
+        deletion = store(tenant_a).request(session_id="s", reason="asked", enqueue=False)
+    batches = []
+
+    def crash_on_third(deletion):
+        batches.append(dict(deletion.swept))
+        if len(batches) == 3:
+            raise Crash("worker died")
+
+    with in_tenant(tenant_a, atomic=False), pytest.raises(Crash):
+        store(tenant_a).run(deletion_id=deletion.deletion_id, batch_size=5, on_batch=crash_on_third)
+    key = f"session_items:{built.session.pk}"
+    assert batches == [{key: 5}, {key: 10}, {key: 15}]
+    with in_tenant(tenant_a):
+        half = store(tenant_a).get(deletion.deletion_id)
+        assert (half.swept, half.counts["session_items"]) == ({key: 10}, 10)  # 3rd rolled back
+        assert SessionItem.objects.filter(tenant=tenant_a).count() == 13
+
+    with (
+        in_tenant(tenant_a, atomic=False),
+        CaptureQueriesContext(connection) as queries,
+    ):
+        done = store(tenant_a).run(deletion_id=deletion.deletion_id, batch_size=5)
+    on_items = [q["sql"] for q in queries if '"sessions_app_sessionitem"' in q["sql"]]
+    assert on_items, "the resumed job never read the items"
+    for sql in on_items:  # every statement on the items starts past what was deleted
+        assert '"sessions_app_sessionitem"."seq" > ' in sql, sql
+    assert '"sessions_app_sessionitem"."seq" > 10' in on_items[0]
+    assert done.status == "done"
+    assert done.counts == done.planned
+    assert done.counts["session_items"] == 23
+    with in_tenant(tenant_a):
+        assert SessionItem.objects.filter(tenant=tenant_a).count() == 0
+        assert SessionStore(tenant_a, ADMIN).get("s").content_deleted_at is not None
+        assert RunEvent.objects.filter(tenant=tenant_a, payload__isnull=False).count() == 0
