@@ -91,6 +91,31 @@ def _instrument(service_name: str, exporter: Any) -> Any:
     return provider
 
 
+def shutdown() -> None:
+    """Undo `setup`: the instrumentations removed, the provider's spans exported and closed
+    (a test that traced leaves the process as it found it)."""
+    global _provider
+    with _lock:
+        if _provider is None:
+            return
+        from opentelemetry.instrumentation.celery import CeleryInstrumentor
+        from opentelemetry.instrumentation.django import DjangoInstrumentor
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+        from opentelemetry.instrumentation.urllib import URLLibInstrumentor
+
+        for instrumentor in (
+            DjangoInstrumentor,
+            PsycopgInstrumentor,
+            CeleryInstrumentor,
+            HTTPXClientInstrumentor,
+            URLLibInstrumentor,
+        ):
+            instrumentor().uninstrument()
+        _provider.shutdown()
+        _provider = None
+
+
 def flush(timeout_millis: int = 5000) -> None:
     """Export what is buffered (a worker that ends, a test that reads its spans)."""
     if _provider is not None:
