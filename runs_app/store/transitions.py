@@ -16,11 +16,14 @@ from .state import NO_CLAIM, NON_TERMINAL_STATUSES, NOT_FENCED, UNCLAIMED_STATUS
 from .validation import check_trace_id, clean_changes
 
 
-def _cas_sets(values: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _cas_sets(values: dict[str, Any], now: datetime, trace_id: str | None) -> dict[str, Any]:
     """What a compare-and-set writes besides `values`: the time, a dropped claim (a run that
-    waits or ended is held by nobody), no old error on a run that succeeds without one."""
+    waits or ended is held by nobody), no old error on a run that succeeds without one, the
+    trace id (kept only while the run has none: `KEEP_FIRST`)."""
     target = values.get("status")
     sets: dict[str, Any] = {**values, "updated_at": now}
+    if trace_id is not None:
+        sets["trace_id"] = trace_id
     if target in UNCLAIMED_STATUSES:
         sets.update(NO_CLAIM)
     if target == RunStatus.SUCCEEDED and "error" not in values:
@@ -61,9 +64,6 @@ class RunTransitions(RunStoreBase):
         values = self._checked_changes(changes)
         check_trace_id(trace_id)
         now = self.now()
-        sets = _cas_sets(values, now)
-        if trace_id is not None:
-            sets["trace_id"] = trace_id
         target = values.get("status")
         conditions: list[tuple[str, list[Any]]] = [
             ('"version" = %s', [expected_version]),
@@ -76,7 +76,7 @@ class RunTransitions(RunStoreBase):
         # writes nothing and reads why (no second query, no savepoint).
         run, seen = self._update_explained(
             run_id=run_id,
-            sets=sets,
+            sets=_cas_sets(values, now, trace_id),
             conditions=conditions,
             transition=Transition(values, worker, now),
         )
