@@ -55,13 +55,13 @@ def usage_of(values: Any) -> Usage:
     """The totals of the AI messages in a graph state's `values` (each message once)."""
     seen: set[str | int] = set()
     input_tokens = output_tokens = total_tokens = 0
-    model = None
+    model: str | None = None
     for message in _messages(values):
         key = message.id or id(message)
         if key in seen:
             continue
         seen.add(key)
-        counts = message.usage_metadata or {}
+        counts: Mapping[str, Any] = message.usage_metadata or {}
         input_tokens += int(counts.get("input_tokens") or 0)
         output_tokens += int(counts.get("output_tokens") or 0)
         total_tokens += int(counts.get("total_tokens") or 0)
