@@ -15,7 +15,9 @@ import sys
 import threading
 import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
@@ -33,9 +35,9 @@ from stateroom_client import StateroomClient
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
 from tests.approvals.test_webhooks import Receiver
-from tests.infra import ROOT, producing_to, redis_server, subprocess_env
+from tests.infra import ROOT, gunicorn, producing_to, redis_server, subprocess_env
 
-pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
+LIVE = pytest.mark.django_db(transaction=True)  # servers and workers on their own connections
 
 
 def _reset_global_provider() -> None:
@@ -112,6 +114,8 @@ def wait_for(condition, what: str, timeout: float = 60):
     pytest.fail(f"timed out waiting for {what}")
 
 
+@pytest.mark.celery_worker
+@LIVE
 def test_one_trace_spans_client_request_sql_and_the_job_it_enqueued(
     spans, wsgi_server, worker, tenant_a, settings
 ):
@@ -225,4 +229,91 @@ def test_an_otlp_endpoint_turns_it_on_and_the_sdk_switch_turns_it_off():
     )
     assert not tracing.enabled(
         {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}
+    )
+
+
+class Collector:
+    """An OTLP/HTTP trace receiver on loopback: keeps the spans it is sent (protobuf)."""
+
+    def __init__(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+            ExportTraceServiceResponse,
+        )
+
+        self.spans: list = []
+        self.paths: list[str] = []
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                collector.paths.append(self.path)
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        collector.spans.extend(scope.spans)
+                answer = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Collector:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@LIVE
+def test_an_otlp_endpoint_makes_gunicorn_export_the_requests_trace(tenant_a, make_token):
+    """The production path: gunicorn's (forked) worker exports over OTLP/HTTP, batched, the
+    request's span continuing the caller's traceparent, with its SQL beneath it."""
+    token = make_token(tenant_a)
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with Collector() as collector:
+        env = subprocess_env(
+            OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100"
+        )
+        with gunicorn(env, workers=1) as base:
+            response = httpx.post(
+                base + "/api/v1/runs",
+                json={"run_id": "r-otlp"},
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "traceparent": f"00-{trace_id}-00f067aa0ba902b7-01",
+                },
+            )
+            assert response.status_code == 201
+            assert response.json()["trace_id"] == trace_id
+
+            def server_span():
+                return [
+                    s
+                    for s in collector.spans
+                    if s.trace_id.hex() == trace_id and s.kind == s.SPAN_KIND_SERVER
+                ]
+
+            [request] = wait_for(server_span, "the request's span over OTLP")
+    assert collector.paths and set(collector.paths) == {"/v1/traces"}
+    assert request.parent_span_id.hex() == "00f067aa0ba902b7"  # the caller's span
+    sql = [
+        s for s in collector.spans if s.trace_id.hex() == trace_id and s.kind == s.SPAN_KIND_CLIENT
+    ]
+    assert sql, "the request's SQL"
+    # Health checks (gunicorn's start is polled on /healthz) are not traced.
+    assert all(
+        s.trace_id.hex() == trace_id for s in collector.spans if s.kind == s.SPAN_KIND_SERVER
     )
