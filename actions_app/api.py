@@ -19,6 +19,7 @@ from stateroom.api_schema import ERRORS_STATEFUL, error
 from stateroom.contract import StrictCharField, StrictIntegerField, StrictSerializer
 from stateroom.errors import Forbidden
 from stateroom.reasons import MAX_REASON_LENGTH
+from stateroom.tracing import request_trace_id
 from tenancy_app.auth import token_has_role
 from tenancy_app.models import TokenRole
 
@@ -56,7 +57,11 @@ def run_transition(request, run_id: str):
     expected_version = changes.pop("expected_version")
     worker = changes.pop("worker", None)
     run = actions.compare_and_set(
-        run_id=run_id, expected_version=expected_version, changes=changes, worker=worker
+        run_id=run_id,
+        expected_version=expected_version,
+        changes=changes,
+        worker=worker,
+        trace_id=request_trace_id(request),
     )
     return Response(run_data(run))
 

@@ -41,6 +41,7 @@ class RunActions:
         expected_version: int,
         changes: dict[str, Any],
         worker: str | None = None,
+        trace_id: str | None = None,
     ) -> Run:
         """`RunStateStore.compare_and_set`; a run it ends withdraws its pending approval.
 
@@ -52,7 +53,11 @@ class RunActions:
         with transaction.atomic(savepoint=False):
             try:
                 run = self.runs.compare_and_set(
-                    run_id=run_id, expected_version=expected_version, changes=changes, worker=worker
+                    run_id=run_id,
+                    expected_version=expected_version,
+                    changes=changes,
+                    worker=worker,
+                    trace_id=trace_id,
                 )
             except StateroomError as exc:  # raised after the store wrote nothing
                 refusal = exc

@@ -42,6 +42,7 @@ from stateroom.contract import (
 )
 from stateroom.ids import MAX_PUBLIC_ID_LENGTH
 from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
+from stateroom.tracing import request_trace_id
 
 from .models import RunEvent, RunStatus
 from .serializers import RunOut, run_data
@@ -106,8 +107,17 @@ class RunTransitionIn(StrictSerializer):
     turn_index = StrictIntegerField(min_value=0, max_value=MAX_COUNTER, required=False)
     active_agent = _text("active_agent")
     current_node_id = _text("current_node_id")
-    token_used = StrictIntegerField(min_value=0, max_value=MAX_COUNTER, required=False)
-    cost_used = CostField(required=False, help_text="Decimal string")
+    token_used = StrictIntegerField(
+        min_value=0,
+        max_value=MAX_COUNTER,
+        required=False,
+        help_text="The run's total so far, not an increment: a report sent twice counts once",
+    )
+    cost_used = CostField(
+        required=False,
+        help_text="The run's total cost so far (not an increment), a decimal string",
+    )
+    model = _text("model", help_text="The model the run uses (its latest report)")
     last_checkpoint_id = _text("last_checkpoint_id")
     error = StrictDictField(
         required=False,
@@ -221,6 +231,7 @@ def run_collection(request):
         task_id=data.get("task_id") or None,
         active_agent=data.get("active_agent") or "",
         deadline_at=data.get("deadline_at"),
+        trace_id=request_trace_id(request),
     )
     return Response(run_data(run), status=201)
 

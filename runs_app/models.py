@@ -72,6 +72,12 @@ class Run(TenantOwned):
     deadline_at = models.DateTimeField(null=True, blank=True)
     token_used = models.BigIntegerField(default=0)
     cost_used = models.DecimalField(max_digits=18, decimal_places=6, default=0)
+    # The model the runtime last reported using (its usage reports: token_used and
+    # cost_used are the run's totals so far, set, never added to).
+    model = models.CharField(max_length=200, blank=True, default="")
+    # The W3C trace id (32 hex digits) of the runtime call that created the run, or of
+    # the first call that carried a `traceparent` (stateroom.tracing); null: none did.
+    trace_id = models.CharField(max_length=32, null=True, blank=True)
     pending_approval_id = models.CharField(max_length=128, blank=True, default="")
     last_checkpoint_id = models.CharField(max_length=128, blank=True, default="")
     error = models.JSONField(null=True, blank=True)

@@ -22,12 +22,18 @@ class RunOut(serializers.Serializer):
     active_agent = EmptyAsNullCharField()
     current_node_id = EmptyAsNullCharField()
     deadline_at = serializers.DateTimeField(allow_null=True)
-    token_used = serializers.IntegerField()
+    token_used = serializers.IntegerField(help_text="Tokens the run has used so far (a total)")
     cost_used = serializers.DecimalField(
         max_digits=COST_MAX_DIGITS,
         decimal_places=COST_DECIMAL_PLACES,
         coerce_to_string=True,
-        help_text="Decimal string",
+        help_text="What the run has cost so far (a total), a decimal string",
+    )
+    model = EmptyAsNullCharField(help_text="The model the runtime last reported; null: none")
+    trace_id = serializers.CharField(
+        allow_null=True,
+        help_text="The W3C trace id (32 hex digits) of the call that created the run, or of "
+        "the first call to it that carried a traceparent header; null: none did",
     )
     pending_approval_id = EmptyAsNullCharField()
     last_checkpoint_id = EmptyAsNullCharField()

@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import beat_init, worker_init, worker_shutdown
 
 from .metrics import connect_celery_signals
 
@@ -27,3 +27,23 @@ def _refuse_an_undeclared_pooler(**kwargs) -> None:
         verify_at_start()
     except UndeclaredPooler as exc:
         raise SystemExit(f"stateroom: {exc}") from exc
+
+
+@worker_init.connect
+def _start_tracing(**kwargs) -> None:
+    """Traces of the worker's tasks (stateroom.tracing): off without an OTLP endpoint.
+
+    At the worker's start, before its pool forks: the SDK restarts its export
+    thread in each child, and the task signals the instrumentation connects are
+    inherited.
+    """
+    from stateroom import tracing
+
+    tracing.setup(service_name="stateroom-worker")
+
+
+@worker_shutdown.connect
+def _flush_traces(**kwargs) -> None:
+    from stateroom import tracing
+
+    tracing.flush()

@@ -428,6 +428,13 @@ STATEROOM_METRICS_TOKEN = os.environ.get("STATEROOM_METRICS_TOKEN") or None
 STATEROOM_METRICS_TENANT_LABELS = env_bool("STATEROOM_METRICS_TENANT_LABELS", False)
 SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
 
+# --- Traces (stateroom.tracing) -------------------------------------------------
+# OpenTelemetry is off unless OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is
+# set; the standard OTEL_* variables configure it. A run keeps the trace id of its
+# runtime's `traceparent`; the console links it through this template, `{trace_id}`
+# replaced (e.g. https://jaeger.example/trace/{trace_id}); unset, no link.
+STATEROOM_TRACE_URL = os.environ.get("STATEROOM_TRACE_URL", "")
+
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get(
     "CELERY_BROKER_URL", "memory://" if DEBUG or DEMO else "redis://127.0.0.1:6379/0"

@@ -29,6 +29,7 @@ from stateroom.htmx import redirect_after_post, render_page, wants_fragment
 from stateroom.jsonview import diff
 from stateroom.pages import keyset_page, parse_cursor
 from stateroom.replica import reads_replica
+from stateroom.tracing import trace_url
 from tenancy_app.access import require_permission
 from tenancy_app.permissions import Permission
 
@@ -124,6 +125,8 @@ def run_detail(request, run_id: str):
             "controls": control_choices(run),
             # Why it was last cancelled, suspended or resumed, by whom (the person's words).
             "last_control": store.last_control(run),
+            # Its trace in the tracing UI (STATEROOM_TRACE_URL); None: no template or no trace.
+            "trace_url": trace_url(run.trace_id),
         }
     return render_page(request, "console/runs/detail.html", context, fragment=fragment)
 

@@ -13,7 +13,7 @@ from tasks_app.models import Task
 
 from ..models import Run, RunStatus
 from .base import RunStoreBase
-from .validation import check_new_run
+from .validation import check_new_run, check_trace_id
 
 
 class RunCreate(RunStoreBase):
@@ -25,11 +25,13 @@ class RunCreate(RunStoreBase):
         task_id: str | None = None,
         active_agent: str = "",
         deadline_at: datetime | None = None,
+        trace_id: str | None = None,
     ) -> Run:
         """A new run in `created`, version 1, with none of another run's transient state.
 
         Node, tool, approval and budget fields always start empty: a run shares
         a session or a task with earlier runs, never their execution facts.
+        `trace_id`: the W3C trace id of the call that creates it (stateroom.tracing).
         """
         now = self.now()
         check_new_run(
@@ -40,6 +42,7 @@ class RunCreate(RunStoreBase):
             deadline_at=deadline_at,
             now=now,
         )
+        check_trace_id(trace_id)
         with self.atomic():
             session, task = self._parents(session_id, task_id)
             run_id = run_id or new_public_id("run")
@@ -51,6 +54,7 @@ class RunCreate(RunStoreBase):
                 task=task,
                 active_agent=active_agent or "",
                 deadline_at=deadline_at,
+                trace_id=trace_id,
                 now=now,
             )
             self._record_transition(
@@ -89,6 +93,7 @@ class RunCreate(RunStoreBase):
         task: Task | None,
         active_agent: str,
         deadline_at: datetime | None,
+        trace_id: str | None,
         now: datetime,
     ) -> Run:
         """The run row; a concurrent create of the same id is 409 `run_exists`."""
@@ -105,6 +110,7 @@ class RunCreate(RunStoreBase):
                     status=RunStatus.CREATED,
                     active_agent=active_agent,
                     deadline_at=deadline_at,
+                    trace_id=trace_id,
                     version=1,
                     created_at=now,
                     updated_at=now,

@@ -95,6 +95,10 @@ def status_in(statuses: tuple[str, ...]) -> str:
     return '"status" IN (' + ", ".join("'" + status + "'" for status in statuses) + ")"
 
 
+# Columns an update fills only while empty: a run keeps the first trace id it is given.
+KEEP_FIRST = frozenset({"trace_id"})
+
+
 @cache
 def update_text(
     set_names: tuple[str, ...],
@@ -106,7 +110,12 @@ def update_text(
 ) -> str:
     """`_update_sql`'s text for one shape of update (every value a `%s`)."""
     qn = connection.ops.quote_name
-    assignments = [f"{qn(RUN_FIELDS[name].column)} = %s" for name in set_names]
+    assignments = [
+        f"{qn(RUN_FIELDS[name].column)} = COALESCE({qn(RUN_FIELDS[name].column)}, %s)"
+        if name in KEEP_FIRST
+        else f"{qn(RUN_FIELDS[name].column)} = %s"
+        for name in set_names
+    ]
     assignments += [f"{qn(name)} = {qn(name)} + %s" for name in increment_names]
     if bump_version:
         assignments.append('"previous_status" = "status", "version" = "version" + 1')

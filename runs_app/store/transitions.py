@@ -13,14 +13,17 @@ from ..models import TERMINAL_RUN_STATUSES, Run, RunStatus
 from .base import RunStoreBase
 from .sql import Transition
 from .state import NO_CLAIM, NON_TERMINAL_STATUSES, NOT_FENCED, UNCLAIMED_STATUSES, allowed_from
-from .validation import clean_changes
+from .validation import check_trace_id, clean_changes
 
 
-def _cas_sets(values: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _cas_sets(values: dict[str, Any], now: datetime, trace_id: str | None) -> dict[str, Any]:
     """What a compare-and-set writes besides `values`: the time, a dropped claim (a run that
-    waits or ended is held by nobody), no old error on a run that succeeds without one."""
+    waits or ended is held by nobody), no old error on a run that succeeds without one, the
+    trace id (kept only while the run has none: `KEEP_FIRST`)."""
     target = values.get("status")
     sets: dict[str, Any] = {**values, "updated_at": now}
+    if trace_id is not None:
+        sets["trace_id"] = trace_id
     if target in UNCLAIMED_STATUSES:
         sets.update(NO_CLAIM)
     if target == RunStatus.SUCCEEDED and "error" not in values:
@@ -37,6 +40,7 @@ class RunTransitions(RunStoreBase):
         changes: dict[str, Any],
         worker: str | None = None,
         as_runtime: bool = True,
+        trace_id: str | None = None,
     ) -> Run:
         """Apply `changes` if the run is still at `expected_version`; version + 1.
 
@@ -54,10 +58,13 @@ class RunTransitions(RunStoreBase):
         A run that moves to `waiting_approval`, `suspended` or an end is held
         by nobody (its claim dropped); one that succeeds without an `error`
         in `changes` carries none (a recovered run's old error goes).
+        `trace_id` (the W3C trace id of the runtime's call) is kept only by a run
+        that has none yet: a run links the trace of its start.
         """
         values = self._checked_changes(changes)
-        target = values.get("status")
+        check_trace_id(trace_id)
         now = self.now()
+        target = values.get("status")
         conditions: list[tuple[str, list[Any]]] = [
             ('"version" = %s', [expected_version]),
             self._status_condition(allowed_from(target) if target else NON_TERMINAL_STATUSES),
@@ -69,7 +76,7 @@ class RunTransitions(RunStoreBase):
         # writes nothing and reads why (no second query, no savepoint).
         run, seen = self._update_explained(
             run_id=run_id,
-            sets=_cas_sets(values, now),
+            sets=_cas_sets(values, now, trace_id),
             conditions=conditions,
             transition=Transition(values, worker, now),
         )

@@ -22,6 +22,7 @@ RUN_CHANGE_FIELDS = frozenset(
         "current_node_id",
         "token_used",
         "cost_used",
+        "model",
         "pending_approval_id",
         "last_checkpoint_id",
         "error",
@@ -31,6 +32,7 @@ RUN_CHANGE_FIELDS = frozenset(
 STRING_LIMITS = {
     "active_agent": 200,
     "current_node_id": 200,
+    "model": 200,
     "pending_approval_id": 128,
     "last_checkpoint_id": 128,
 }
@@ -64,6 +66,21 @@ def cost_value(value: Any) -> Decimal:
     if isinstance(exponent, int) and -exponent > COST_DECIMAL_PLACES:
         raise ValueError(f"at most {COST_DECIMAL_PLACES} decimal places")
     return cost
+
+
+def check_trace_id(trace_id: str | None) -> None:
+    """A trace id is 32 lowercase hex digits, not all zero (W3C trace context); None is none."""
+    if trace_id is None:
+        return
+    if (
+        not isinstance(trace_id, str)
+        or len(trace_id) != 32
+        or trace_id.strip("0123456789abcdef")
+        or not trace_id.strip("0")
+    ):
+        raise Unprocessable(
+            "Invalid trace id.", details={"trace_id": ["32 lowercase hex digits, not all zero"]}
+        )
 
 
 def check_new_run(

@@ -61,6 +61,8 @@ def test_create_run_returns_201_in_created_at_version_1(api_a, tenant_a):
         "deadline_at": "2030-01-02T03:04:05Z",
         "token_used": 0,
         "cost_used": "0.000000",
+        "model": None,
+        "trace_id": None,
         "pending_approval_id": None,
         "last_checkpoint_id": None,
         "error": None,
@@ -169,6 +171,7 @@ def test_transition_applies_changes_and_returns_version_plus_1(api_a, tenant_a):
             "current_node_id": "plan",
             "token_used": 1500,
             "cost_used": "0.042",
+            "model": "gpt-5-mini",
             "last_checkpoint_id": "cp-1",
             "active_agent": "coder",
         },
@@ -185,6 +188,8 @@ def test_transition_applies_changes_and_returns_version_plus_1(api_a, tenant_a):
         "current_node_id": "plan",
         "token_used": 1500,
         "cost_used": "0.042000",
+        "model": "gpt-5-mini",
+        "trace_id": None,
         "pending_approval_id": None,
         "last_checkpoint_id": "cp-1",
         "error": None,
@@ -230,6 +235,10 @@ def test_transition_refusals_change_nothing(api_a, api_b, tenant_a):
         ({"expected_version": "2"}, "expected_version"),
         ({"expected_version": 2, "token_used": 1.0}, "token_used"),
         ({"expected_version": 2, "cost_used": 0.5}, "cost_used"),
+        ({"expected_version": 2, "cost_used": "-0.01"}, "cost_used"),
+        ({"expected_version": 2, "cost_used": "1000000000000"}, "cost_used"),
+        ({"expected_version": 2, "model": "m" * 201}, "model"),
+        ({"expected_version": 2, "model": 5}, "model"),
     ]:
         status, code, details = error_of(post(api_a, url, body))
         assert (status, code, list(details)) == (422, "validation_error", [field]), body

@@ -75,11 +75,13 @@ def test_new_run_in_a_session_inherits_no_transient_state_of_the_previous_run(te
                 "current_node_id": "apply_patch",
                 "token_used": 900,
                 "cost_used": "1.25",
+                "model": "gpt-5-mini",
                 "turn_index": 4,
                 "pending_approval_id": "apr-x",
                 "last_checkpoint_id": "cp-3",
                 "error": {"code": "tool_timeout"},
             },
+            trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
         )
         store.start_node(run_id="r-1", node_id="apply_patch")
         store.append_events(run_id="r-1", events=[{"type": "tool", "payload": {}}])
@@ -100,6 +102,8 @@ def test_new_run_in_a_session_inherits_no_transient_state_of_the_previous_run(te
         "deadline_at": None,
         "token_used": 0,
         "cost_used": Decimal("0"),
+        "model": "",
+        "trace_id": None,
         "pending_approval_id": "",
         "last_checkpoint_id": "",
         "error": None,

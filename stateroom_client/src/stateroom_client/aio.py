@@ -44,6 +44,7 @@ from ._core import (
     url,
 )
 from ._http import AsyncHttpClients
+from ._tracing import traced
 from .errors import TransportError
 
 T = TypeVar("T")
@@ -103,6 +104,11 @@ class AsyncStateroomClient:
 
     # --- transport ----------------------------------------------------------
     async def _call(self, call: Call[T]) -> T:
+        # One span per call, its retries included; the headers carry its trace context.
+        with traced(call.method, url(call, self.root)) as trace_headers:
+            return await self._send(call, trace_headers)
+
+    async def _send(self, call: Call[T], trace_headers: dict[str, str]) -> T:
         content = encode_body(call.body)
         attempt = 0
         resent = False
@@ -113,7 +119,7 @@ class AsyncStateroomClient:
                     url(call, self.root),
                     params=clean_params(call.params),
                     content=content,
-                    headers=body_headers(content, self._large),
+                    headers={**body_headers(content, self._large), **trace_headers},
                     timeout=call.timeout or self.timeout,
                 )
             except httpx.WriteError as exc:
@@ -318,11 +324,16 @@ class AsyncStateroomClient:
         active_agent: str | None = None,
         token_used: int | None = None,
         cost_used: Decimal | str | None = None,
+        model: str | None = None,
         last_checkpoint_id: str | None = None,
         error: Any = UNSET,
         worker: str | None = None,
     ) -> m.Run:
         """Compare-and-set: raises `VersionConflict` (with `.current_version`) if stale.
+
+        `token_used` and `cost_used` are the run's totals so far, not increments: a
+        report repeated (a retry after a lost answer, a step replayed) counts once.
+        `model`: the model the run uses.
 
         `worker`: the name this worker claimed the run with (`claim_run`); while
         another worker's claim is live the write raises `RunClaimed`.
@@ -337,6 +348,7 @@ class AsyncStateroomClient:
                 active_agent=active_agent,
                 token_used=token_used,
                 cost_used=cost_used,
+                model=model,
                 last_checkpoint_id=last_checkpoint_id,
                 error=error,
                 worker=worker,

@@ -140,6 +140,8 @@ class Run:
     claim_until: datetime | None = None  # its lease
     # Running, and no worker has held it for longer than the tenant's setting: since when.
     unclaimed_since: datetime | None = None
+    model: str = ""  # the model the runtime last reported ("" none)
+    trace_id: str = ""  # the W3C trace id of the call that created the run ("" none)
 
     TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -170,6 +172,8 @@ class Run:
             claimed_by=_str(data.get("claimed_by")),
             claim_until=_dt(data.get("claim_until")),
             unclaimed_since=_dt(data.get("unclaimed_since")),
+            model=_str(data.get("model")),
+            trace_id=_str(data.get("trace_id")),
         )
 
 

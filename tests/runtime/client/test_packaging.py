@@ -72,6 +72,7 @@ def test_the_wheel_depends_on_httpx_alone_and_the_sdks_only_through_extras(wheel
     assert by_extra == {
         "agents": {"openai-agents"},
         "langgraph": {"langgraph", "langgraph-checkpoint"},
+        "otel": {"opentelemetry-api"},
     }
     assert not {_name(r) for r in requires} & SERVER_ONLY
     # The adapter's tested SDK range, exactly as declared.

@@ -115,8 +115,10 @@ class ScriptModel(Model):
         *,
         fallback: str = "Done.",
         tokens_per_turn: int = 40,
+        name: str = "script-model",
     ) -> None:
         self.script = script
+        self.model = name  # its name, as the SDK's OpenAI models keep theirs (`model`)
         self.fallback = fallback
         self.tokens_per_turn = tokens_per_turn
         self.calls = 0

@@ -79,6 +79,7 @@ from ..errors import (
     VersionConflict,
 )
 from ..models import Approval, Effect, Run
+from .usage import Price, usage_changes, usage_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 RISKS = ("low", "medium", "high", "critical")
@@ -494,6 +495,7 @@ class GraphRunner:
         poll: float = 30,
         worker: str | None = None,
         lease_seconds: int = 60,
+        price: Price | None = None,
     ) -> None:
         if lease_seconds < 3:
             raise ValueError("lease_seconds must be at least 3 (it is renewed every third)")
@@ -505,6 +507,7 @@ class GraphRunner:
             f"{socket.gethostname()[:100]}:{os.getpid()}:{secrets.token_hex(4)}"
         )
         self.lease_seconds = lease_seconds
+        self.price = price  # the run's cost from its usage (langgraph/usage.py); None: not reported
 
     def _held(self, run: Run, body: Callable[[_Claim], GraphOutcome]) -> GraphOutcome:
         """`body` with the run's claim; another worker holding the run ends it `claimed`."""
@@ -599,6 +602,7 @@ class GraphRunner:
             if invoke and not self._invoke(payload, config, binding, outcome):
                 return outcome
             state = self.graph.get_state(config)
+            self._report_usage(run.run_id, state.values)
             if state.interrupts:
                 answers = self._decisions(
                     run.run_id, state.interrupts, outcome, wait, timeout, claim
@@ -693,6 +697,24 @@ class GraphRunner:
                 return None
             answers[raised.id] = Asked.of(raised.value).answer(approval)
         return answers
+
+    def _report_usage(self, run_id: str, values: Any) -> None:
+        """The thread's usage totals on the run (langgraph/usage.py), written when they changed."""
+        usage = usage_of(values)
+        if not usage.total_tokens and not usage.model:
+            return  # no model answer in the state: nothing to report
+        changes = usage_changes(usage, self.price)
+        for _attempt in range(5):
+            run = self.client.get_run(run_id)
+            if run.is_terminal or all(getattr(run, k) == v for k, v in changes.items()):
+                return
+            try:
+                self.client.transition_run(
+                    run_id, expected_version=run.version, worker=self.worker, **changes
+                )
+                return
+            except VersionConflict:
+                continue
 
     def _end(self, run_id: str, status: str, *, error: dict[str, Any] | None) -> None:
         """Move the run to `status` (compare-and-set on its current version) and its task along."""

@@ -20,6 +20,7 @@ from .endings import _cause, _halt_in
 from .outcome import GateOutcome
 from .policy import DECISIONS, default_risk
 from .revalidation import GateRevalidation
+from .usage import Price, usage_report
 from .writes import Explain, RiskPolicy
 
 
@@ -59,6 +60,7 @@ class ApprovalGate(GateRevalidation):
         allowed_decisions: tuple[str, ...] = DECISIONS,
         worker: str | None = None,
         lease_seconds: int = 60,
+        price: Price | None = None,
     ) -> None:
         if on_rejection not in ("continue", "stop"):
             raise ValueError("on_rejection must be 'continue' or 'stop'")
@@ -81,6 +83,7 @@ class ApprovalGate(GateRevalidation):
         self.approval_ttl = approval_ttl
         self.on_rejection = on_rejection
         self.allowed_decisions = tuple(d for d in DECISIONS if d in allowed_decisions)
+        self.price = price  # the run's cost from its usage (gate/usage.py); None: not reported
 
     # --- entry points --------------------------------------------------------
     async def run(
@@ -262,7 +265,9 @@ class ApprovalGate(GateRevalidation):
         """After a pass: end the run (None), or checkpoint its interrupted calls and return
         the state and calls to decide on."""
         usage: dict[str, Any] = {
-            "token_used": result.context_wrapper.usage.total_tokens,
+            **usage_report(
+                result.context_wrapper.usage, result.last_agent, self.run_config, self.price
+            ),
             "turn_index": len(result.raw_responses),
         }
         if not result.interruptions:
