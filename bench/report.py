@@ -552,6 +552,9 @@ def render_markdown(results: dict) -> str:
             + "."
         )
         lines.append("")
+    from .freshness import render as render_freshness
+
+    lines.extend(render_freshness(results.get("sections", {}).get("freshness", {})))
     from .routing import render as render_routing
 
     lines.extend(render_routing(results.get("sections", {}).get("routing", {})))

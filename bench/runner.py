@@ -106,6 +106,12 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log, workers
         results["sections"]["langgraph"] = _section(
             "langgraph", lambda: langgraph.run(url, scale, cat, log), log
         )
+    if "freshness" in sections:
+        from . import freshness
+
+        results["sections"]["freshness"] = _section(
+            "freshness", lambda: freshness.run(url, scale, cat, log), log
+        )
     if "routing" in sections:
         from . import routing
 

@@ -5,8 +5,8 @@ the indexer, which copies their tsvectors into `sessions_app_itemsearch`
 (the table the console's search reads) and moves the session's
 `indexed_seq` to match: both in one statement, `stateroom_index_pending`
 (migration 0009, where the rules are). Beat runs `index_items` every
-`STATEROOM_SEARCH_INDEX_INTERVAL` seconds (default 1), so an item is
-findable about a second after its append.
+`STATEROOM_SEARCH_INDEX_INTERVAL` seconds (default 0.5), so an item is
+findable within about a second of its append.
 
 Nothing is ever left unindexed: the work list is the sessions themselves
 (`last_seq > indexed_seq`), in PostgreSQL, not in a queue: a batch that dies

@@ -472,7 +472,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": STATEROOM_JOB_VISIBILITY_TIMEOUT,
 }
 # How often beat wakes the search indexer: an appended item is findable about this long after.
-STATEROOM_SEARCH_INDEX_INTERVAL = float(os.environ.get("STATEROOM_SEARCH_INDEX_INTERVAL", "1"))
+STATEROOM_SEARCH_INDEX_INTERVAL = float(os.environ.get("STATEROOM_SEARCH_INDEX_INTERVAL", "0.5"))
 CELERY_BEAT_SCHEDULE = {
     "expire-sessions": {"task": "lifecycle_app.tasks.sweep_expired_sessions", "schedule": 60.0},
     "expire-approvals": {"task": "approvals_app.tasks.sweep_expired_approvals", "schedule": 30.0},
