@@ -6,18 +6,26 @@ the body), then the body is validated (runs_app.api's serializer), then one
 action runs.
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from approvals_app.api import ApprovalSerializer, ApprovalVoidIn, approval_data
-from runs_app.api import RunOut, RunTransitionIn, run_data
+from runs_app.api import RunEventIn, RunOut, RunTransitionIn, run_data
 from runs_app.models import Run
+from runs_app.store import MAX_EVENTS_PER_APPEND
 from stateroom.actor import Actor
 from stateroom.api import validated
 from stateroom.api_schema import ERRORS_STATEFUL, error
-from stateroom.contract import StrictCharField, StrictIntegerField, StrictSerializer
+from stateroom.contract import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    worker_field,
+)
 from stateroom.errors import Forbidden
+from stateroom.leases import DEFAULT_CLAIM_LEASE_SECONDS, MAX_CLAIM_LEASE_SECONDS
 from stateroom.reasons import MAX_REASON_LENGTH
 from stateroom.tracing import request_trace_id
 from tenancy_app.auth import token_has_role
@@ -64,6 +72,103 @@ def run_transition(request, run_id: str):
         trace_id=request_trace_id(request),
     )
     return Response(run_data(run))
+
+
+class RunStepClaimIn(StrictSerializer):
+    lease_seconds = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_CLAIM_LEASE_SECONDS,
+        required=False,
+        help_text=f"How long the claim lasts unless renewed (default {DEFAULT_CLAIM_LEASE_SECONDS})",
+    )
+
+
+class RunStepTransitionIn(RunTransitionIn):
+    """The transition's changes; its version and worker are the step's."""
+
+    expected_version = None
+    worker = None
+
+
+class RunStepIn(StrictSerializer):
+    expected_version = StrictIntegerField(
+        min_value=1, help_text="The run's version before the step"
+    )
+    worker = worker_field(help_text="The claiming worker; required with `claim`")
+    claim = RunStepClaimIn(required=False, help_text="Claim (or renew) first")
+    events = RunEventIn(
+        many=True,
+        required=False,
+        allow_empty=False,
+        max_length=MAX_EVENTS_PER_APPEND,
+        help_text="Appended after the claim, before the transition",
+    )
+    transition = RunStepTransitionIn(
+        required=False, help_text="Compare-and-set last, at the version the claim left"
+    )
+
+    def validate(self, attrs):
+        if "claim" not in attrs and "transition" not in attrs:
+            raise serializers.ValidationError(
+                {"transition": ["A step claims the run, transitions it, or both."]}
+            )
+        if "claim" in attrs and not attrs.get("worker"):
+            raise serializers.ValidationError({"worker": ["Required with claim."]})
+        return attrs
+
+
+RunStepOut = inline_serializer(
+    "RunStepOut",
+    {
+        "run": RunOut(),
+        "events": inline_serializer(
+            "RunStepEvents",
+            {"first_seq": serializers.IntegerField(), "last_seq": serializers.IntegerField()},
+            allow_null=True,
+        ),
+    },
+)
+
+
+@extend_schema(
+    operation_id="runs_step",
+    summary="Claim, append events and transition the run in one transaction",
+    request=RunStepIn,
+    responses={
+        200: OpenApiResponse(RunStepOut, description="The run after the step, and its events"),
+        **ERRORS_STATEFUL,
+        409: error(
+            "As the separate calls: run_claimed (details.claimed_by), version_conflict "
+            "(details.current_version), invalid_transition, run_terminal, content_deleted"
+        ),
+    },
+    description=(
+        "What a runtime otherwise sends as two to three calls in a row (`claim`, `events`, "
+        "`transition`), as one request and one transaction, in that order: the claim at "
+        "expected_version (version + 1), the events (which leave the version as it is), "
+        "then the compare-and-set at the version the claim left. Each part keeps the rules "
+        "and audit of its own endpoint; a refusal of any part writes nothing at all and is "
+        "answered as that part's endpoint answers it. `claim`, `transition` or both."
+    ),
+)
+@api_view(["POST"])
+def run_step(request, run_id: str):
+    actions = RunActions(request.tenant, Actor.from_request(request))
+    data = validated(RunStepIn, request, lookup=lambda: actions.runs.get(run_id))
+    claim = data.get("claim")
+    changes = data.get("transition")
+    run, events = actions.step(
+        run_id=run_id,
+        expected_version=data["expected_version"],
+        worker=data.get("worker"),
+        claim_lease=None
+        if claim is None
+        else claim.get("lease_seconds") or DEFAULT_CLAIM_LEASE_SECONDS,
+        events=data.get("events"),
+        changes=None if changes is None else dict(changes),
+    )
+    appended = {"first_seq": events[0].seq, "last_seq": events[-1].seq} if events else None
+    return Response({"run": run_data(run), "events": appended})
 
 
 @extend_schema(

@@ -6,6 +6,7 @@ from . import api
 
 urlpatterns = [
     path("runs/<pid:run_id>/transition", api.run_transition, name="api-run-transition"),
+    path("runs/<pid:run_id>/step", api.run_step, name="api-run-step"),
     path("runs/<pid:run_id>/cancel", api.run_cancel, name="api-run-cancel"),
     path("runs/<pid:run_id>/suspend", api.run_suspend, name="api-run-suspend"),
     path("runs/<pid:run_id>/resume", api.run_resume, name="api-run-resume"),

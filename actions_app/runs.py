@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals_app.store import ApprovalStore
-from runs_app.models import Run
+from runs_app.models import Run, RunEvent
 from runs_app.store import RunStateStore
 from stateroom.actor import Actor
 from stateroom.errors import StateroomError
@@ -67,6 +67,50 @@ class RunActions:
         if refusal is not None:
             raise refusal
         return run
+
+    def step(
+        self,
+        *,
+        run_id: str,
+        expected_version: int,
+        worker: str | None = None,
+        claim_lease: int | None = None,
+        events: list[dict[str, Any]] | None = None,
+        changes: dict[str, Any] | None = None,
+    ) -> tuple[Run, list[RunEvent]]:
+        """A runtime's usual calls in a row, as one transaction: claim, events, compare-and-set.
+
+        Each part is the store call the separate endpoint makes, with its rules
+        and audit: `claim` (at `expected_version`, when `claim_lease` is given),
+        `append_events` (events do not move the version), then
+        `compare_and_set` (at the version the claim left, when `changes` is
+        given; a run it ends withdraws its pending approval). Events come before
+        the transition: they tell what the step did, and a run that has ended
+        takes none. Any refusal rolls every part back (nothing half-written)
+        and is raised as the separate call would raise it.
+        """
+        if claim_lease is None and changes is None:
+            raise ValueError("a step claims the run, transitions it, or both")
+        appended: list[RunEvent] = []
+        with transaction.atomic():
+            version = expected_version
+            run: Run | None = None
+            if claim_lease is not None:
+                run = self.runs.claim(
+                    run_id=run_id,
+                    worker=worker or "",
+                    expected_version=expected_version,
+                    lease_seconds=claim_lease,
+                )
+                version = run.version
+            if events:
+                appended = self.runs.append_events(run_id=run_id, events=events, worker=worker)
+            if changes is not None:
+                run = self.compare_and_set(
+                    run_id=run_id, expected_version=version, changes=changes, worker=worker
+                )
+        assert run is not None  # claimed, transitioned, or both (checked above)
+        return run, appended
 
     def cancel(self, *, run_id: str, reason: str, expected_version: int | None = None) -> Run:
         """`RunStateStore.cancel` (audited `run.cancelled`), and the pending approval withdrawn."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from .database import BenchError, bench_database, ensure_database
 from .scale import Scale
 
-SECTIONS = ("store", "freshness", "api", "console", "deletion", "langgraph")
+SECTIONS = ("store", "freshness", "api", "console", "deletion", "langgraph", "agents")
 # Measured only when named in --only.
 EXTRA_SECTIONS = ("binding", "routing", "notifications")  # notifications: aiosmtpd
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

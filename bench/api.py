@@ -34,7 +34,8 @@ from .timing import Sample, measure
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 2
-LOAD_TARGET = 800.0  # req/s reading 50 items, gunicorn with 2 workers (issue 17)
+LOAD_TARGET = 1200.0  # req/s reading 50 items, gunicorn with 2 workers (issue 37; 800 in issue 17)
+LOAD_P99_TARGET_MS = 25.0  # issue 37
 LOAD_CONNECTIONS = 8
 
 
@@ -278,7 +279,13 @@ def load_test(base: str, token: str, cat: Catalogue, seconds: int) -> dict:
         result = load_with_threads(base + path, token, seconds)
     result["path"] = path
     result["target_req_per_s"] = LOAD_TARGET
-    result["met"] = result["req_per_s"] >= LOAD_TARGET and not result["non_2xx"]
+    result["target_p99_ms"] = LOAD_P99_TARGET_MS
+    p99 = result.get("p99_ms")
+    result["met"] = (
+        result["req_per_s"] >= LOAD_TARGET
+        and not result["non_2xx"]
+        and (p99 is None or p99 < LOAD_P99_TARGET_MS)
+    )
     return result
 
 
@@ -373,12 +380,17 @@ def _wsgi_get(handler, path: str, token: str) -> None:
 
 
 # The production command line of README.md ("Running in production") first:
-# per-call latencies and the load test run against it; the single threaded
-# pool README.md gives for deployments without a long-poll route is
-# load-tested too, for comparison. Keep the two in step with README.md.
+# per-call latencies and the load test run against it (gthread, one thread per
+# worker, keep-alive: gunicorn.conf.py, which gunicorn reads from the checkout);
+# then, load-tested for comparison, the sync workers it replaced (every
+# connection closed after its answer) and the single threaded pool README.md
+# gives for deployments without a long-poll route. Each names its worker class
+# on the command line, which wins over gunicorn.conf.py. Keep them in step with
+# README.md.
 CONFIGS = (
-    ("sync", ["--timeout", "300"]),
-    ("gthread", ["--worker-class", "gthread", "--threads", "4"]),
+    ("gthread keep-alive", ["--worker-class", "gthread", "--threads", "1", "--keep-alive", "15"]),
+    ("sync", ["--worker-class", "sync", "--timeout", "300"]),
+    ("gthread x4", ["--worker-class", "gthread", "--threads", "4"]),
 )
 
 

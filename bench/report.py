@@ -149,47 +149,63 @@ HEADER = [
 ]
 
 
-def langgraph_rows(section: dict) -> list[list]:
-    """StateroomSaver (through the API) beside PostgresSaver, per operation; no target."""
-    if not section:
-        return []
-    if "error" in section:
-        return [
-            [
-                "langgraph",
-                "checkpointers",
-                "—",
-                "—",
-                "—",
-                "—",
-                "",
-                f"NOT MEASURED: {section['error']}",
-            ]
-        ]
+def _ratio_rows(area: str, section: dict, ops: dict[str, str], names: tuple, size: str) -> list:
+    """Stateroom beside its in-process peer, per operation, with the ratio target."""
     rows = []
-    size = f"~{section['checkpoint_bytes'] / 1024:.0f} KB checkpoint"
-    for op in ("put", "get_tuple", "list"):
-        label = {"put": "put", "get_tuple": "get_tuple (latest)", "list": "list (limit 10)"}[op]
-        for who, name in (
-            ("stateroom", "StateroomSaver via the API"),
-            ("postgres", "PostgresSaver"),
-        ):
+    targets = section.get("targets", {})
+    for op, label in ops.items():
+        if op not in section.get("ratios", {}):
+            continue
+        ratio, target = section["ratios"][op], targets.get(op)
+        verdict = f"{ratio:.2f}x {names[1][1]} (p50)"
+        if target is not None:
+            verdict = ("met: " if ratio <= target else "**MISSED**: ") + verdict
+        for who, name in names:
             s = section[who][op]
             rows.append(
                 [
-                    "langgraph",
-                    f"{label}, {size} — {name}",
+                    area,
+                    f"{label}{size} — {name}",
                     f"{_f(s['ops_per_s'], 0)} ops/s",
                     _f(s["p50_ms"], 2),
                     _f(s["p95_ms"], 2),
                     "—",
-                    "ratio (no target)",
-                    f"{section['ratios'][op]:.2f}x PostgresSaver (p50)"
+                    (f"≤ {target:g}x (p50)" if target is not None else "ratio (no target)")
                     if who == "stateroom"
-                    else "baseline",
+                    else "",
+                    verdict if who == "stateroom" else "baseline",
                 ]
             )
     return rows
+
+
+def langgraph_rows(section: dict) -> list[list]:
+    """StateroomSaver (through the API) beside PostgresSaver, per operation."""
+    if not section:
+        return []
+    if "error" in section:
+        return [_not_measured("langgraph", "checkpointers", "", section["error"])]
+    size = f", ~{section['checkpoint_bytes'] / 1024:.0f} KB checkpoint"
+    ops = {"put": "put", "get_tuple": "get_tuple (latest)", "list": "list (limit 10)"}
+    names = (("stateroom", "StateroomSaver via the API"), ("postgres", "PostgresSaver"))
+    rows = _ratio_rows("langgraph", section, ops, names, size)
+    graph = {"graph": "3-node graph.invoke, a checkpoint per node, new thread"}
+    return rows + _ratio_rows("langgraph", section, graph, names, "")
+
+
+def agents_rows(section: dict) -> list[list]:
+    """StateroomSession (through the API) beside SQLAlchemySession, per operation."""
+    if not section:
+        return []
+    if "error" in section:
+        return [_not_measured("agents", "sessions", "", section["error"])]
+    ops = {
+        "add 1": "add_items, 1 item",
+        "add 10": "add_items, 10 items",
+        "read 50": "get_items(limit=50)",
+    }
+    names = (("stateroom", "StateroomSession via the API"), ("sqlalchemy", "SQLAlchemySession"))
+    return _ratio_rows("agents", section, ops, names, "")
 
 
 def _not_measured(area: str, what: str, target: str, error: str) -> list:
@@ -465,6 +481,7 @@ def table_rows(results: dict) -> list[list]:
     rows += _console_rows(sections.get("console", {}))
     rows += _deletion_rows(sections.get("deletion", {}))
     rows.extend(langgraph_rows(sections.get("langgraph", {})))
+    rows.extend(agents_rows(sections.get("agents", {})))
     return rows
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import time
@@ -13,6 +14,12 @@ from .database import connect
 from .scale import Scale
 
 MARKER_TABLE = "bench_dataset"
+# The sections in the order they run, and the module of each whose name differs.
+SECTION_ORDER = (
+    "store", "freshness", "binding", "api", "console", "deletion", "langgraph", "agents",
+    "routing", "notifications",
+)  # fmt: skip
+SECTION_MODULES = {"store": "store_ops"}
 
 
 def dataset_marker(url: str) -> dict | None:
@@ -72,57 +79,13 @@ def run(url: str, scale: Scale, dataset: dict, sections: list[str], log, workers
         "machine": report.machine(url),
         "sections": {},
     }
-    if "store" in sections:
-        from . import store_ops
-
-        results["sections"]["store"] = _section(
-            "store", lambda: store_ops.run(url, scale, cat, log), log
-        )
-    if "binding" in sections:
-        from . import binding
-
-        results["sections"]["binding"] = _section(
-            "binding", lambda: binding.run(url, scale, cat, log), log
-        )
-    if "api" in sections:
-        from . import api
-
-        results["sections"]["api"] = _section("api", lambda: api.run(url, scale, cat, log), log)
-    if "console" in sections:
-        from . import console
-
-        results["sections"]["console"] = _section(
-            "console", lambda: console.run(url, scale, cat, log), log
-        )
-    if "deletion" in sections:
-        from . import deletion
-
-        results["sections"]["deletion"] = _section(
-            "deletion", lambda: deletion.run(url, scale, cat, log), log
-        )
-    if "langgraph" in sections:
-        from . import langgraph
-
-        results["sections"]["langgraph"] = _section(
-            "langgraph", lambda: langgraph.run(url, scale, cat, log), log
-        )
-    if "freshness" in sections:
-        from . import freshness
-
-        results["sections"]["freshness"] = _section(
-            "freshness", lambda: freshness.run(url, scale, cat, log), log
-        )
-    if "routing" in sections:
-        from . import routing
-
-        results["sections"]["routing"] = _section(
-            "routing", lambda: routing.run(url, scale, cat, log), log
-        )
-    if "notifications" in sections:
-        from . import notifications
-
-        results["sections"]["notifications"] = _section(
-            "notifications", lambda: notifications.run(url, scale, cat, log, workers), log
+    for name in SECTION_ORDER:
+        if name not in sections:
+            continue
+        module = importlib.import_module(f".{SECTION_MODULES.get(name, name)}", __package__)
+        extra = (workers,) if name == "notifications" else ()
+        results["sections"][name] = _section(
+            name, lambda m=module, extra=extra: m.run(url, scale, cat, log, *extra), log
         )
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     json.dumps(results, default=str)  # fail here, not after the run, if something is not JSON

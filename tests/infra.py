@@ -109,7 +109,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 @contextmanager
 def gunicorn(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
-    """gunicorn with sync workers on 127.0.0.1; yields its base URL."""
+    """gunicorn as in production (gunicorn.conf.py: gthread, keep-alive) on 127.0.0.1; its base URL."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="gunicorn-", suffix=".log")[1])
     command = [

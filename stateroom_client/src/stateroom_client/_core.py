@@ -366,6 +366,31 @@ class Endpoints:
         return Call("POST", f"/runs/{_id(run_id)}/claim", _one(m.Run.from_json), body=body)
 
     @staticmethod
+    def step_run(
+        run_id: str,
+        *,
+        expected_version: int,
+        worker: str | None,
+        claim: bool,
+        lease_seconds: int | None,
+        events: list[dict[str, Any]] | None,
+        changes: dict[str, Any] | None,
+    ) -> Call[m.Run]:
+        """Claim, events and transition in one request and one transaction (`/runs/{id}/step`)."""
+        body = _body(expected_version=expected_version, worker=worker, events=events or None)
+        if claim:
+            body["claim"] = _body(lease_seconds=lease_seconds)
+        if changes is not None:
+            transition = _body(**changes)
+            if changes.get("error", UNSET) is None:
+                transition["error"] = None  # an explicit None clears the error
+            if "cost_used" in transition:
+                transition["cost_used"] = str(transition["cost_used"])
+            body["transition"] = transition
+        path = f"/runs/{_id(run_id)}/step"
+        return Call("POST", path, lambda data, status: m.Run.from_json(data["run"]), body=body)
+
+    @staticmethod
     def control_run(
         run_id: str, action: str, *, reason: str, expected_version: int | None
     ) -> Call[m.Run]:

@@ -380,6 +380,38 @@ class AsyncStateroomClient:
             )
         )
 
+    async def step_run(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        worker: str | None = None,
+        claim: bool = False,
+        lease_seconds: int | None = None,
+        events: list[dict[str, Any]] | None = None,
+        **changes: Any,
+    ) -> m.Run:
+        """`claim_run`, `append_events` and `transition_run` as one request and one transaction.
+
+        In that order: the claim at `expected_version` (with `claim=True`; it
+        needs `worker`), the events, then the transition (its fields as
+        `transition_run` takes them, when any is given) at the version the claim
+        left. Each part keeps its own rules; a refusal of any part (raised as
+        that call raises it) writes nothing at all. Not retried (a
+        compare-and-set). Returns the run after the step.
+        """
+        return await self._call(
+            E.step_run(
+                run_id,
+                expected_version=expected_version,
+                worker=worker,
+                claim=claim,
+                lease_seconds=lease_seconds,
+                events=events,
+                changes=changes or None,
+            )
+        )
+
     async def cancel_run(
         self, run_id: str, *, reason: str, expected_version: int | None = None
     ) -> m.Run:

@@ -539,3 +539,38 @@ def test_request_approval_sends_the_display_hint(client):
     )
     assert approval.raw["display"] == hint
     assert client.get_approval(approval.approval_id).raw["display"] == hint
+
+
+def test_step_run_claims_appends_and_transitions_in_one_call_or_not_at_all(client):
+    run = client.create_run(run_id="r-s")
+    stepped = client.step_run(
+        "r-s",
+        expected_version=run.version,
+        worker="w1",
+        claim=True,
+        lease_seconds=30,
+        events=[{"type": "agent.started", "payload": {"agent": "a"}}],
+        status="running",
+        cost_used=Decimal("0.5"),
+        error=None,
+    )
+    assert isinstance(stepped, Run)
+    assert (stepped.status, stepped.version, stepped.claimed_by, stepped.cost_used) == (
+        "running",
+        run.version + 2,
+        "w1",
+        Decimal("0.5"),
+    )
+    assert [e.type for e in client.get_events("r-s").results] == ["agent.started"]
+    # A refused part (running -> created is not a transition) leaves everything as it was.
+    with pytest.raises(InvalidTransition):
+        client.step_run(
+            "r-s",
+            expected_version=stepped.version,
+            worker="w1",
+            claim=True,
+            events=[{"type": "x", "payload": None}],
+            status="created",
+        )
+    assert client.get_run("r-s") == stepped
+    assert len(client.get_events("r-s").results) == 1

@@ -44,7 +44,7 @@ def test_a_2mb_append_is_a_clean_payload_too_large_and_the_next_calls_succeed(se
 
 
 def test_under_gunicorn_too(server):
-    """The production server (sync workers), on the test database."""
+    """The production server (gunicorn.conf.py: keep-alive workers), on the test database."""
     with gunicorn(subprocess_env(CELERY_TASK_ALWAYS_EAGER="1")) as base:
         with StateroomClient(base, server.token) as client:
             client.create_session(user_id="u-1", session_id="s-1")

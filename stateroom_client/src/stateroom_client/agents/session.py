@@ -182,8 +182,9 @@ class StateroomSession:
         visible: list[SessionItem] = []
         popped: set[int] = set()
         before = _NEWEST
+        size = _PAGE if want is None else min(_PAGE, want)  # the first page: what is asked
         while want is None or len(visible) < want:
-            page = await self.client.get_items(self.session_id, before_seq=before, limit=_PAGE)
+            page = await self.client.get_items(self.session_id, before_seq=before, limit=size)
             rows = page.results
             for row in reversed(rows):
                 self._remember(row.seq, row.payload)
@@ -195,9 +196,9 @@ class StateroomSession:
                     visible.append(row)
                     if want is not None and len(visible) >= want:
                         return visible
-            if len(rows) < _PAGE or rows[0].seq <= 1:
+            if len(rows) < size or rows[0].seq <= 1:
                 return visible
-            before = rows[0].seq
+            before, size = rows[0].seq, _PAGE  # tombstones took some: read on in full pages
         return visible
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:

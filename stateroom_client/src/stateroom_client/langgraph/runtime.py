@@ -442,17 +442,31 @@ class _Claim:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
-    def hold(self) -> Run:
-        """Claim the run, or renew our claim; `RunClaimed` if another worker holds it."""
+    def hold(self, **changes: Any) -> Run:
+        """Claim the run, or renew our claim; `RunClaimed` if another worker holds it.
+
+        With transition `changes`, the claim and the transition go as one request
+        (`step_run`): both or neither.
+        """
         for _attempt in range(10):
             run = self.client.get_run(self.run_id)
             try:
-                run = self.client.claim_run(
-                    self.run_id,
-                    worker=self.worker,
-                    expected_version=run.version,
-                    lease_seconds=self.lease,
-                )
+                if changes:
+                    run = self.client.step_run(
+                        self.run_id,
+                        expected_version=run.version,
+                        worker=self.worker,
+                        claim=True,
+                        lease_seconds=self.lease,
+                        **changes,
+                    )
+                else:
+                    run = self.client.claim_run(
+                        self.run_id,
+                        worker=self.worker,
+                        expected_version=run.version,
+                        lease_seconds=self.lease,
+                    )
             except VersionConflict:
                 continue
             if self._renewer is None:
@@ -543,10 +557,7 @@ class GraphRunner:
         )
 
         def body(claim: _Claim) -> GraphOutcome:
-            held = claim.hold()
-            running = self.client.transition_run(
-                held.run_id, expected_version=held.version, status="running", worker=self.worker
-            )
+            running = claim.hold(status="running")  # one request: claimed and running
             return self._drive(running, input, claim, wait=wait, timeout=timeout)
 
         return self._held(run, body)

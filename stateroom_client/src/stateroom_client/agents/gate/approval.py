@@ -113,11 +113,11 @@ class ApprovalGate(GateRevalidation):
         outcome = GateOutcome(run_id, task_id, "running")
 
         async def start() -> GateOutcome:
-            claimed = await self._claim(run_id).hold()
-            await self.client.transition_run(
-                run_id, expected_version=claimed.version, status="running", worker=self.worker
+            # One request: the claim, the start event and the move to running.
+            await self._claim(run_id).hold(
+                events=[{"type": "agent.started", "payload": {"agent": self.agent.name}}],
+                status="running",
             )
-            await self._event(run_id, "agent.started", {"agent": self.agent.name})
             return await self._loop(
                 outcome, input, session, [], wait=wait, timeout=decision_timeout
             )

@@ -8,6 +8,7 @@ import os
 import secrets
 import socket
 from datetime import datetime
+from typing import Any
 
 from ...aio import AsyncStateroomClient
 from ...errors import StateroomError, VersionConflict
@@ -33,17 +34,32 @@ class _Claim:
         self.lease_seconds = lease_seconds
         self._renewer: asyncio.Task[None] | None = None
 
-    async def hold(self) -> Run:
-        """Claim the run, or renew our claim; `RunClaimed` if another worker holds it."""
+    async def hold(self, *, events: list[dict[str, Any]] | None = None, **changes: Any) -> Run:
+        """Claim the run, or renew our claim; `RunClaimed` if another worker holds it.
+
+        With `events` or transition `changes`, the claim, the events and the
+        transition go as one request (`step_run`): all of them or nothing.
+        """
         for _attempt in range(10):
             run = await self.client.get_run(self.run_id)
             try:
-                run = await self.client.claim_run(
-                    self.run_id,
-                    worker=self.worker,
-                    expected_version=run.version,
-                    lease_seconds=self.lease_seconds,
-                )
+                if events or changes:
+                    run = await self.client.step_run(
+                        self.run_id,
+                        expected_version=run.version,
+                        worker=self.worker,
+                        claim=True,
+                        lease_seconds=self.lease_seconds,
+                        events=events,
+                        **changes,
+                    )
+                else:
+                    run = await self.client.claim_run(
+                        self.run_id,
+                        worker=self.worker,
+                        expected_version=run.version,
+                        lease_seconds=self.lease_seconds,
+                    )
             except VersionConflict:
                 continue  # the run moved (a decision, our own write): re-read, claim again
             if self._renewer is None or self._renewer.done():

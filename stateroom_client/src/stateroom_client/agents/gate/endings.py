@@ -131,8 +131,12 @@ class GateEndings(GateCheckpoints):
             error["effect_id"] = halt.effect.effect_id
         else:
             error["code"] = "effect_unrecorded"
-        await self._event(outcome.run_id, "agent.suspended", error)
-        run = await self._update(outcome.run_id, status="suspended", error=error)
+        run = await self._update(
+            outcome.run_id,
+            events=[{"type": "agent.suspended", "payload": error}],
+            status="suspended",
+            error=error,
+        )
         outcome.status, outcome.error = run.status, error
         return outcome
 
@@ -145,10 +149,13 @@ class GateEndings(GateCheckpoints):
         error: dict[str, Any] | None = None,
         **changes: Any,
     ) -> None:
+        ended = None
         if error is not None:
-            await self._event(outcome.run_id, "agent.ended", {"status": status, **error})
+            ended = [{"type": "agent.ended", "payload": {"status": status, **error}}]
         try:
-            run = await self._update(outcome.run_id, status=status, error=error, **changes)
+            run = await self._update(
+                outcome.run_id, events=ended, status=status, error=error, **changes
+            )
         except StateroomError as exc:
             if exc.code != "invalid_transition":
                 raise

@@ -43,13 +43,27 @@ class GateWrites:
             )
         return claim
 
-    async def _update(self, run_id: str, **changes: Any) -> Run:
-        """Compare-and-set on the freshest version; re-read on a conflict (not a blind retry)."""
+    async def _update(
+        self, run_id: str, *, events: list[dict[str, Any]] | None = None, **changes: Any
+    ) -> Run:
+        """Compare-and-set on the freshest version; re-read on a conflict (not a blind retry).
+
+        With `events`, they and the transition go as one request (`step_run`): a
+        conflict writes neither, so the retry appends them once.
+        """
         if changes.get("error", ...) is None:
             changes.pop("error")
         for _attempt in range(5):
             run = await self.client.get_run(run_id)
             try:
+                if events:
+                    return await self.client.step_run(
+                        run_id,
+                        expected_version=run.version,
+                        worker=self.worker,
+                        events=events,
+                        **changes,
+                    )
                 return await self.client.transition_run(
                     run_id, expected_version=run.version, worker=self.worker, **changes
                 )
