@@ -108,8 +108,12 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def gunicorn(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
-    """gunicorn as in production (gunicorn.conf.py: gthread, keep-alive) on 127.0.0.1; its base URL."""
+def gunicorn(
+    env: dict[str, str], *, workers: int = 1, extra: list[str] | None = None
+) -> Iterator[str]:
+    """gunicorn as in production (gunicorn.conf.py: gthread, keep-alive) on 127.0.0.1; its base URL.
+
+    `extra`: more command-line options (they win over gunicorn.conf.py)."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="gunicorn-", suffix=".log")[1])
     command = [
@@ -121,6 +125,7 @@ def gunicorn(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
         f"127.0.0.1:{port}",
         "--timeout",
         "60",
+        *(extra or []),
     ]
     with log.open("w") as out:
         server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -207,7 +207,10 @@ def test_prometheus_scrapes_both_workers_and_sees_the_workload(tenant_a, make_to
         PROMETHEUS_MULTIPROC_DIR=str(multiproc),
         STATEROOM_METRICS_TOKEN=TOKEN,
     )
-    with gunicorn(env, workers=2) as base:
+    # Sync workers: a worker held by the long-poll accepts nothing more, so the other one
+    # serves the rest (a gthread worker would queue them behind it on its kept connections).
+    # What /metrics adds up across workers is the same for either worker class.
+    with gunicorn(env, workers=2, extra=["-k", "sync"]) as base:
         assert httpx.get(base + "/metrics").status_code == 401
         workload(base, runtime_token, operator_token)
         # Both workers counted requests (gunicorn.conf.py's hook emptied the directory first).
