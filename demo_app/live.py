@@ -181,7 +181,20 @@ def start_beat(every: float = BEAT_EVERY) -> threading.Thread:
         while not stop.wait(every):
             run_sweeps()
 
+    def indexer() -> None:
+        # Search keeps up with the agents as beat's 0.5 s `index-items` would.
+        from sessions_app.tasks import index_items
+
+        while not stop.wait(settings.STATEROOM_SEARCH_INDEX_INTERVAL):
+            try:
+                index_items()
+            except Exception:
+                log.exception("demo beat: index_items failed")
+            finally:
+                connection.close()
+
     thread = threading.Thread(target=beat, name="demo-beat", daemon=True)
     thread.start()
+    threading.Thread(target=indexer, name="demo-indexer", daemon=True).start()
     atexit.register(stop.set)
     return thread

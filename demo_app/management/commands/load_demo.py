@@ -5,6 +5,7 @@ from demo_app.data import DEMO_TENANTS, demo_username, ensure_people
 from demo_app.history import load_history
 from demo_app.routing import load_routing
 from demo_app.scenarios import load_scenarios
+from sessions_app.tasks import index_items
 from stateroom.actor import Actor
 from tenancy_app.models import Tenant
 
@@ -33,6 +34,8 @@ class Command(BaseCommand):
                     f"{slug}: {made['sessions']} support sessions, "
                     f"{made['approvals']} pending approvals, {made['tasks']} migration tasks."
                 )
+        # What the indexer job would do within a second: the conversations searchable now.
+        index_items()
 
 
 def _people(tenant: Tenant, *roles: str) -> list[Actor]:
