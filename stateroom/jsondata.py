@@ -17,7 +17,7 @@ from typing import Any
 
 import rfc8785
 
-from stateroom.canonical import MAX_SAFE_INTEGER, canonical_json
+from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from stateroom.errors import Unprocessable
 
 # Deeper than this is almost surely a cycle (a list holding itself) or a runaway structure.
@@ -113,16 +113,21 @@ def storable_json(value: Any, path: str = "state") -> str:
     database. Returns the text, which callers store and measure as it is.
     """
     ensure_domain_data(value, path)
-    try:
-        text = canonical_json(value)
-    except rfc8785.CanonicalizationError:
-        # Text that is not Unicode, or an integer beyond what JSON readers keep exactly.
-        _find_bad_text(value, path)
-        _find_big_integer(value, path)
-        raise
+    text = canonical_data(value, path).decode()
     if "\\u0000" in text and _NUL.search(text):  # the regex only when a NUL may be there
         _find_bad_text(value, path)
     return text
+
+
+def canonical_data(value: Any, path: str) -> bytes:
+    """The RFC 8785 bytes of plain data, or 422 `not_serializable` naming the value that has
+    none: text that is not Unicode, or an integer beyond what JSON readers keep exactly."""
+    try:
+        return canonical_bytes(value)
+    except rfc8785.CanonicalizationError:
+        _find_bad_text(value, path)
+        _find_big_integer(value, path)
+        raise
 
 
 def _find_big_integer(value: Any, path: str) -> None:

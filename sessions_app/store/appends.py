@@ -11,6 +11,7 @@ from stateroom import ports
 from stateroom.canonical import canonical_bytes
 from stateroom.errors import Conflict, NotFound, StateroomError, Unprocessable
 from stateroom.ids import MAX_WORKER_LENGTH, PUBLIC_ID_RULE, is_valid_public_id
+from stateroom.jsondata import canonical_data
 from stateroom.sql import hot_cursor
 
 from ..models import ItemAppend, Session, SessionAttachment, SessionItem, SessionStatus
@@ -67,7 +68,7 @@ class SessionAppends(SessionStoreBase):
             ]
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
-        body = canonical_bytes(rows)  # the items' one parameter, and the digest's text
+        body = canonical_data(rows, "items")  # the items' one parameter, and the digest's text
         digest = _request_digest(body, run_id) if idempotency_key is not None else ""
         for _attempt in range(3):
             now = self.now()

@@ -292,3 +292,21 @@ def test_the_request_digest_is_the_canonical_digest_of_items_and_run_id():
         assert _request_digest(canonical_bytes(rows), run_id) == digest(
             {"items": rows, "run_id": run_id}
         )
+
+
+def test_items_without_a_canonical_form_are_refused_and_nothing_is_written(tenant_a):
+    """The items' one JSON parameter is their RFC 8785 text: a number JSON readers do not
+    keep exactly is 422 naming it, at the store too (not only at the API's JSON gate)."""
+    from stateroom.errors import Unprocessable
+
+    make(tenant_a, "s-1")
+    say(tenant_a, "s-1", "fine")  # a first, good append
+    with pytest.raises(Unprocessable) as refused:
+        with in_tenant(tenant_a):
+            SessionStore(tenant_a, ADMIN).append_items(
+                session_id="s-1",
+                items=[{"role": "user", "item_type": "message", "payload": {"n": 2**60}}],
+            )
+    assert refused.value.code == "not_serializable"
+    assert "items[0].payload.n" in refused.value.message
+    assert marks(tenant_a, "s-1") == (0, 1)
