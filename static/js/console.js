@@ -74,15 +74,24 @@
   function rows() {
     return Array.prototype.slice.call(document.querySelectorAll("[data-hotkey-row]"));
   }
+  // The selection is remembered by row id, not only by the class on a row: a poll can
+  // swap the rows between a key press and the next one, and a j/k pressed while a
+  // swap settles must not be undone by it.
+  var selectedId = null, selectedIndex = -1;
   function current() {
-    var all = rows();
-    for (var i = 0; i < all.length; i++) { if (all[i].classList.contains("selected")) { return i; } }
+    var all = rows(), i;
+    if (selectedId !== null) {
+      for (i = 0; i < all.length; i++) { if (all[i].getAttribute("data-id") === selectedId) { return i; } }
+    }
+    for (i = 0; i < all.length; i++) { if (all[i].classList.contains("selected")) { return i; } }
     return -1;
   }
   function select(index, focus) {
     var all = rows();
     if (!all.length) { return; }
     index = Math.max(0, Math.min(all.length - 1, index));
+    selectedId = all[index].getAttribute("data-id");
+    selectedIndex = index;
     all.forEach(function (row, i) {
       row.classList.toggle("selected", i === index);
       row.setAttribute("tabindex", i === index ? "0" : "-1");
@@ -156,21 +165,19 @@
   // Keep the selection and focus across htmx refreshes (the inbox polls): the same
   // row if it is still there (rows have stable ids), else the row that took its place.
   var kept = null;
-  document.addEventListener("htmx:beforeSwap", function () {
-    var index = current();
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (!event.detail.shouldSwap) { return; }  // a 204 (nothing changed) swaps nothing
     var active = document.activeElement;
-    kept = index < 0 ? null : {
-      id: rows()[index].getAttribute("data-id"),
-      index: index,
-      focused: !!(active && active.closest && active.closest("[data-hotkey-row]")),
-      focusId: active && active.id ? active.id : null
+    kept = current() < 0 ? null : {
+      focused: !!(active && active.closest && active.closest("[data-hotkey-row]"))
     };
   });
   document.addEventListener("htmx:afterSettle", function () {
     if (kept) {
-      var all = rows(), index = -1;
-      for (var i = 0; i < all.length; i++) { if (all[i].getAttribute("data-id") === kept.id) { index = i; } }
-      if (index < 0) { index = Math.min(kept.index, all.length - 1); }
+      // current() finds the selected row by id (the latest j/k wins, even one pressed
+      // while this swap settled); if it is gone, the row that took its place.
+      var all = rows(), index = current();
+      if (index < 0) { index = Math.min(selectedIndex, all.length - 1); }
       var refocus = kept.focused && (document.activeElement === document.body || !document.activeElement);
       if (index >= 0) { select(index, refocus); }
       // A decision took the last row away: focus its confirmation, not <body>. (The page's

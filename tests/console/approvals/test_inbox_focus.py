@@ -1,7 +1,10 @@
 """After a decision from the keyboard, focus stays in the inbox (the next row, or the
 confirmation when none is left) and the confirmation is announced by the page's live region."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from tenancy_app.models import Tenant
@@ -60,3 +63,45 @@ def test_after_rejecting_on_the_approval_page_focus_is_on_the_confirmation(
     expect(messages).to_be_focused()
     page.keyboard.press("j")  # the keyboard carries on from there
     expect(page.locator("#inbox-row-apr-2")).to_be_focused()
+
+
+# A key pressed between a poll's swap and its settle (htmx waits 20 ms between them):
+# the page dispatches it itself, at exactly that moment.
+PRESS_DURING_SWAP = """
+document.addEventListener("htmx:afterSwap", function () {
+  var key = window.pressDuringSwap;
+  if (!key) { return; }
+  window.pressDuringSwap = null;
+  (document.activeElement || document.body).dispatchEvent(
+    new KeyboardEvent("keydown", {key: key, bubbles: true}));
+});
+"""
+
+
+def test_a_key_pressed_while_a_poll_settles_is_not_undone_by_it(
+    page, live_server, console_login, operator_a, tenant_a
+):
+    make_pending(tenant_a, run_id="r1", session_id="s1", approval_id="apr-1", risk="high")
+    make_pending(tenant_a, run_id="r2", session_id="s2", approval_id="apr-2", risk="low")
+    page.add_init_script(PRESS_DURING_SWAP)
+    console_login(page, live_server, "otto")
+    page.goto(live_server.url + INBOX)
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(page.locator("#inbox-row-apr-2")).to_be_focused()
+    page.evaluate("window.pressDuringSwap = 'k'")
+    # A new row (last: low risk, due in two days) makes the next poll swap the rows.
+    make_pending(
+        tenant_a,
+        run_id="r3",
+        session_id="s3",
+        approval_id="apr-3",
+        risk="low",
+        expires_at=timezone.now() + timedelta(days=2),
+    )
+    expect(page.locator("#inbox-row-apr-3")).to_be_visible(timeout=12_000)
+    # The k moved the selection up; the settle that followed kept it there.
+    expect(page.locator("#inbox-row-apr-1")).to_be_focused()
+    expect(page.locator("#inbox-row-apr-1")).to_have_class("selected")
+    page.keyboard.press("r")
+    page.wait_for_url("**/approvals/apr-1/?decide=reject")
