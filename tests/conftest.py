@@ -39,6 +39,13 @@ def django_db_modify_db_settings(django_db_modify_db_settings):
         yield
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one and a half workers per core. Much of the suite waits rather than
+    computes (a browser, a live server, a child process, a long poll, PostgreSQL's
+    own work), so on CI's 2 cores a third worker cut the run from 13.7 to 11 minutes."""
+    return max(2, (os.cpu_count() or 1) * 3 // 2)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--through-pooler",

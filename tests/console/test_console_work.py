@@ -96,11 +96,18 @@ def test_history_filters(page, live_server, console_login, support_a, tenant_a):
     expect(rows).to_have_count(3)
     page.get_by_label("Risk").select_option("high")
     expect(rows).to_have_count(2)
+    page.evaluate(
+        "window.swaps = 0; document.body.addEventListener('htmx:afterSwap', () => swaps++)"
+    )
     page.get_by_label("Decided by").fill("otto")
+    # Enter fires `change` and then `submit`: the second request replaces the first, so
+    # the results are swapped once (two swaps moved the export link under the click).
     page.get_by_label("Decided by").press("Enter")
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-id", "a-wire")
     expect(page).to_have_url(re.compile(r"risk=high.*decider=otto"))
+    expect(page.locator("form.filters.htmx-request")).to_have_count(0)
+    assert page.evaluate("swaps") == 1
     with page.expect_download(timeout=30_000) as download:  # a loaded CI machine
         page.get_by_test_id("history-csv").click()
     lines = Path(download.value.path()).read_text().splitlines()
