@@ -12,12 +12,19 @@ import os
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.test.testcases import QuietWSGIRequestHandler
 
 from stateroom.actor import Actor
 from stateroom.database import as_app, as_owner
 from tenancy_app.models import Membership, Role, Tenant, TokenRole
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
+
+# The live server answers HTTP/1.1 keep-alive in two writes (headers, then body): with
+# Nagle's algorithm the body waits for the client's delayed ACK, 40 ms on every
+# request a runtime, a browser or a child process makes of it. Production's gunicorn
+# is not Django's test server.
+QuietWSGIRequestHandler.disable_nagle_algorithm = True
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PASSWORD = "correct-horse-battery-staple"

@@ -4,6 +4,7 @@ import sys
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.core.servers.basehttp import WSGIRequestHandler
 
 from demo_app.data import DEMO_PASSWORD, DEMO_ROLES, DEMO_TENANTS, demo_username
 from demo_app.live import (
@@ -77,4 +78,7 @@ class Command(BaseCommand):
             loggers = {**settings.LOGGING.get("loggers", {}), "django.server": {"level": "WARNING"}}
             settings.LOGGING = {**settings.LOGGING, "loggers": loggers}
         self.stdout.write("")
+        # runserver answers keep-alive requests in two writes (headers, then body); with
+        # Nagle's algorithm the body waits for the client's delayed ACK: 40 ms a request.
+        WSGIRequestHandler.disable_nagle_algorithm = True
         call_command("runserver", addr, use_reloader=False)

@@ -18,7 +18,7 @@ from .payments import REFUND_LOG, build_agent, refunds_made, risk
 from .test_gate import CALL, _lease_passes, _resume, _start, crashed_worker
 from .worker import CLAIMED_EXIT
 
-ROUNDS = 20
+ROUNDS = 4
 
 
 def _start_with_sessions(server, run_ids: list[str]) -> None:
