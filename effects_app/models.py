@@ -1,6 +1,6 @@
 from django.db import models
 
-from tenancy_app.models import TenantOwned
+from tenancy_app.models import TenantOwned, hot_row_tenant
 
 
 class EffectStatus(models.TextChoices):
@@ -11,11 +11,20 @@ class EffectStatus(models.TextChoices):
 
 
 class ExternalEffect(TenantOwned):
-    """The effect ledger: one record per idempotency key, so a resume can ask "did this happen?"."""
+    """The effect ledger: one record per idempotency key, so a resume can ask "did this happen?".
 
+    The run and approval keys `(tenant_id, …)` are kept; the tenant's own key and the
+    one-column indexes are not (`hot_row_tenant`): every index leads with the tenant,
+    and the approval's is partial (most effects have none)."""
+
+    tenant = hot_row_tenant()
     effect_id = models.CharField(max_length=128)
     run = models.ForeignKey(
-        "runs_app.Run", on_delete=models.PROTECT, related_name="effects", db_constraint=False
+        "runs_app.Run",
+        on_delete=models.PROTECT,
+        related_name="effects",
+        db_constraint=False,
+        db_index=False,
     )
     approval = models.ForeignKey(
         "approvals_app.ApprovalRequest",
@@ -24,6 +33,7 @@ class ExternalEffect(TenantOwned):
         on_delete=models.SET_NULL,
         related_name="effects",
         db_constraint=False,
+        db_index=False,
     )
     node_id = models.CharField(max_length=200, blank=True, default="")
     idempotency_key = models.CharField(max_length=255)
@@ -49,6 +59,11 @@ class ExternalEffect(TenantOwned):
         indexes = [
             models.Index(fields=["tenant", "run", "id"], name="effect_run_idx"),
             models.Index(fields=["tenant", "status", "id"], name="effect_status_idx"),
+            models.Index(
+                fields=["tenant", "approval"],
+                condition=models.Q(approval__isnull=False),
+                name="effect_approval_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta
 from django.db import models
 from django.utils.functional import cached_property
 
-from tenancy_app.models import TenantOwned
+from tenancy_app.models import TenantOwned, hot_row_tenant
 
 
 class RunStatus(models.TextChoices):
@@ -153,10 +153,19 @@ class Run(TenantOwned):
 
 
 class RunTransition(TenantOwned):
-    """One successful compare-and-set: the version history shown in the run inspector."""
+    """One successful compare-and-set: the version history shown in the run inspector.
 
+    Written by the compare-and-set's own statement from its UPDATE's row: the run key
+    `(tenant_id, run_id)` is kept, the tenant's own key and the one-column indexes not
+    (`hot_row_tenant`; `run_transition_uniq` leads with tenant and run)."""
+
+    tenant = hot_row_tenant()
     run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, related_name="transitions", db_constraint=False
+        Run,
+        on_delete=models.CASCADE,
+        related_name="transitions",
+        db_constraint=False,
+        db_index=False,
     )
     version = models.BigIntegerField()
     from_status = models.CharField(max_length=20)

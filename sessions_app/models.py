@@ -30,6 +30,9 @@ class Session(TenantOwned):
     status = models.CharField(
         max_length=16, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
     )
+    # Not indexed: every append renews it, and an index on it would make each append
+    # write a new entry into every index of the row (no HOT update). The lease sweep
+    # walks the tenant's live sessions by `session_status_id_idx` instead.
     lease_until = models.DateTimeField()
     # The lease's length: every activity (append, attach, detach, heartbeat)
     # renews `lease_until` to now + this. Default from the tenant.
@@ -43,6 +46,12 @@ class Session(TenantOwned):
     # Items up to this seq are in the search index (`sessions_app.search_index`): the
     # indexer's high-water mark, behind `last_seq` for the moments after an append.
     indexed_seq = models.BigIntegerField(default=0, db_default=0)
+    # True from an append until the indexer has caught up (`last_seq > indexed_seq`):
+    # the indexer's work list is the sessions where it is set. A flag, not the
+    # comparison, in the list's predicate: an append then changes no indexed value
+    # (a flag already set stays set) and its UPDATE of the row is HOT, with no new
+    # entry in any of the session's indexes (docs/architecture.md).
+    search_pending = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField()
     last_active_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -58,17 +67,14 @@ class Session(TenantOwned):
             models.UniqueConstraint(fields=["tenant", "session_id"], name="session_public_id_uniq"),
         ]
         indexes = [
-            models.Index(
-                fields=["tenant", "status", "lease_until"], name="session_status_lease_idx"
-            ),
             models.Index(fields=["tenant", "user_id", "id"], name="session_user_idx"),
             models.Index(fields=["tenant", "status", "id"], name="session_status_id_idx"),
             models.Index(fields=["tenant", "ended_at"], name="session_ended_idx"),
             # The indexer's work list: sessions with items not yet in the search index.
             models.Index(
                 fields=["tenant", "id"],
-                condition=Q(last_seq__gt=F("indexed_seq"), content_fenced_at__isnull=True),
-                name="session_unindexed_idx",
+                condition=Q(search_pending=True, content_fenced_at__isnull=True),
+                name="session_search_pending_idx",
             ),
             # User search: a case-insensitive prefix (`user_id__istartswith`).
             models.Index(

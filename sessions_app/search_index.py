@@ -9,7 +9,9 @@ the indexer, which copies their tsvectors into `sessions_app_itemsearch`
 findable within about a second of its append.
 
 Nothing is ever left unindexed: the work list is the sessions themselves
-(`last_seq > indexed_seq`), in PostgreSQL, not in a queue: a batch that dies
+(`search_pending`, set by the append, cleared by the indexer only once
+`indexed_seq` reaches the newest `last_seq`; migration 0012), in PostgreSQL,
+not in a queue: a batch that dies
 (a killed worker, a lost connection) rolls back and the next run does it
 again; while Redis is down no run starts, and the first one after does
 everything that waited. A session whose content is fenced for deletion is

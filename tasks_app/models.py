@@ -1,6 +1,6 @@
 from django.db import models
 
-from tenancy_app.models import TenantOwned
+from tenancy_app.models import TenantOwned, hot_row_tenant
 
 
 class TaskStatus(models.TextChoices):
@@ -51,10 +51,18 @@ class Task(TenantOwned):
 
 
 class TaskCheckpoint(TenantOwned):
-    """Append-only, numbered snapshot of domain data (never process objects)."""
+    """Append-only, numbered snapshot of domain data (never process objects).
 
+    The task key `(tenant_id, task_id)` is kept; the tenant's own key and the one-column
+    indexes are not (`hot_row_tenant`; `checkpoint_seq_uniq` leads with tenant and task)."""
+
+    tenant = hot_row_tenant()
     task = models.ForeignKey(
-        Task, on_delete=models.CASCADE, related_name="checkpoints", db_constraint=False
+        Task,
+        on_delete=models.CASCADE,
+        related_name="checkpoints",
+        db_constraint=False,
+        db_index=False,
     )
     checkpoint_id = models.CharField(max_length=128)
     seq = models.BigIntegerField()

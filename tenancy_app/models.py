@@ -68,6 +68,20 @@ class TenantOwned(TenantKeyed, models.Model):
         abstract = True
 
 
+def hot_row_tenant() -> models.ForeignKey:
+    """The `tenant` of a row a hot statement writes with its parent: no constraint or index
+    of its own in the database.
+
+    The row's parent key `(tenant_id, parent_id) REFERENCES parent (tenant_id, id)`
+    (stateroom/postgres/tenant_keys.py) already proves the tenant: the parent row
+    carries the same `tenant_id` under its own tenant foreign key. A second check
+    per row, and a one-column index no query reads (every index of the row leads
+    with the tenant), would cost each write for nothing (issue 40)."""
+    return models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+
+
 class Membership(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"

@@ -39,6 +39,8 @@ def _writer() -> str | None:
         if name == __name__ or name == "tenancy_app.scoping":  # this check, the scope guard
             frame = frame.f_back
             continue
+        if name.startswith("django.db.migrations."):
+            return None  # a migration's own statement (RunSQL), whoever runs `migrate`
         top = name.partition(".")[0]
         if top in OWNERS or top in ABOVE:
             return None if ".migrations." in name else name

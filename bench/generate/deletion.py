@@ -67,6 +67,7 @@ def _closed_session(cur, t, tenant_pk: int, session_id: str, items: int, now) ->
             "metadata": """'{"channel": "api"}'::jsonb""",
             "legal_hold": "false",
             "last_seq": "%(n)s",
+            "search_pending": "%(n)s > 0",  # its items wait for the indexer
             "created_at": "%(now)s - interval '40 days'",
             "last_active_at": "%(now)s - interval '2 days'",
             "ended_at": "%(now)s - interval '2 days'",

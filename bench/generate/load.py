@@ -97,6 +97,7 @@ def _main_tenant_extras(cur, t, tenant_pk: int, scale: Scale, now) -> None:
             "metadata": """'{"channel": "web", "note": "long-running support thread"}'::jsonb""",
             "legal_hold": "false",
             "last_seq": "%(n)s",
+            "search_pending": "%(n)s > 0",  # its items wait for the indexer
             "created_at": "%(now)s - interval '20 days'",
             "last_active_at": "%(now)s",
             "ended_at": "NULL",

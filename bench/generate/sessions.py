@@ -23,6 +23,7 @@ def sessions(cur, t, tenant_pk, scale: Scale, now, where: str = ALL) -> None:
                            'locale', 'en', 'customer', 'cust-' || (g * 37 %% 1000))""",
             "legal_hold": "g %% 97 = 5",
             "last_seq": "%(n)s",
+            "search_pending": "%(n)s > 0",  # its items wait for the indexer
             "created_at": "%(now)s - interval '1 day' - make_interval(mins => g * 7)",
             "last_active_at": "%(now)s - make_interval(mins => g)",
             "ended_at": "CASE WHEN g %% 20 >= 16 THEN %(now)s - interval '1 day' END",

@@ -138,7 +138,8 @@ class SessionAppends(SessionStoreBase):
         idempotency key with the seqs it claims (`ON CONFLICT DO NOTHING`: a
         key already taken, even by a request that committed while this one
         waited, inserts nothing). Only a recorded key moves the session's
-        `last_seq` (`s`, which also renews the lease: an append is activity)
+        `last_seq` (`s`, which also renews the lease, an append being activity,
+        and flags the session for the search indexer: a HOT update, migration 0012)
         and inserts the items (`i`). So the statement is complete on its own:
         it commits alone (one round trip outside a transaction) and a refused
         key leaves no gap. None when nothing was written; the caller finds out
@@ -266,7 +267,8 @@ def _append_statement(claim: str, recorded: str) -> str:
     return (
         f"WITH c AS ({claim}), k AS ({recorded}),"
         f" s AS (UPDATE {_SESSIONS} SET last_seq = {_SESSIONS}.last_seq + %s, last_active_at = %s,"
-        " status = %s, lease_until = %s + lease_seconds * interval '1 second'"
+        " status = %s, lease_until = %s + lease_seconds * interval '1 second',"
+        " search_pending = true"
         f" FROM k WHERE {_SESSIONS}.id = k.id AND {_SESSIONS}.tenant_id = %s"
         " RETURNING k.last_seq),"
         f" i AS (INSERT INTO {_ITEMS} (tenant_id, session_id, seq, role, item_type, payload,"

@@ -8,6 +8,8 @@ that does the work must use the index named for it.
 """
 
 import json
+import re
+from functools import cache
 
 import pytest
 from django.db import connection
@@ -63,13 +65,34 @@ def tenant_only_indexes() -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
+@cache
+def partial_indexes() -> frozenset[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE i.indpred IS NOT NULL"
+        )
+        return frozenset(row[0] for row in cursor.fetchall())
+
+
+def tenant_only(node: dict) -> bool:
+    """An index scan whose only condition is the tenant, on a full index: a key that leads
+    with `tenant_id` walked over the whole tenant (the hot tables keep no index on
+    `tenant_id` alone). A partial index reads only the rows it was built for."""
+    if node.get("Index Name") in partial_indexes():
+        return False
+    conditions = re.findall(r"\b(\w+) (?:=|<>|<|>|<=|>=|~~\*?|@>|&&) ", node.get("Index Cond", ""))
+    return set(conditions) == {"tenant_id"}
+
+
 def full_scans(plan: dict) -> list[str]:
     """Plan nodes that read a whole tenant-owned table, or a whole tenant, to keep a few rows.
 
     - a Seq Scan of a tenant-owned table;
-    - an index scan on `tenant_id` alone (Django's FK index) with a Filter, or
-      a Bitmap Heap Scan with a Filter fed only by such indexes: every row of
-      the tenant is read, the index the query needed is missing or unusable;
+    - an index scan on `tenant_id` alone (Django's FK index, or a key led by the
+      tenant whose only condition is the tenant) with a Filter, or a Bitmap Heap
+      Scan with a Filter fed only by such scans: every row of the tenant is read,
+      the index the query needed is missing or unusable;
     - an index scan without an Index Cond that filters on `tenant_id` (e.g.
       walking the primary key across all tenants for an ORDER BY id).
 
@@ -85,13 +108,13 @@ def full_scans(plan: dict) -> list[str]:
         if kind == "Seq Scan" and n.get("Relation Name") in tables:
             found.append(f"Seq Scan on {n['Relation Name']}")
         elif kind in ("Index Scan", "Index Only Scan") and n.get("Relation Name") in tables:
-            if index in tenant_wide and "Filter" in n:
+            if (index in tenant_wide or tenant_only(n)) and "Filter" in n:
                 found.append(f"{kind} using {index} (the whole tenant)")
             elif "Index Cond" not in n and "tenant_id" in n.get("Filter", ""):
                 found.append(f"{kind} using {index} (the whole table)")
         elif kind == "Bitmap Heap Scan" and "Filter" in n:
-            feeding = {c.get("Index Name") for c in nodes(n) if c is not n and "Index Name" in c}
-            if feeding and feeding <= tenant_wide:
+            feeding = [c for c in nodes(n) if c is not n and "Index Name" in c]
+            if feeding and all(c["Index Name"] in tenant_wide or tenant_only(c) for c in feeding):
                 found.append(f"Bitmap Heap Scan on {n['Relation Name']} (the whole tenant)")
     return found
 

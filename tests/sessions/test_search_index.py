@@ -51,6 +51,22 @@ def found(tenant, query: str) -> list[tuple[str, int]]:
     return sorted((hit.session_id, hit.seq) for hit in hits)
 
 
+def pending(tenant, session_id: str) -> bool:
+    """The session's flag on the indexer's work list (`session_search_pending_idx`)."""
+    with in_tenant(tenant):
+        return Session.objects.get(tenant=tenant, session_id=session_id).search_pending
+
+
+def hot_updates(table: str) -> tuple[int, int]:
+    """This transaction's updates of `table` so far: (all, HOT)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = %s",
+            [table],
+        )
+        return cursor.fetchone()
+
+
 def marks(tenant, session_id: str) -> tuple[int, int]:
     with in_tenant(tenant):
         session = Session.objects.get(tenant=tenant, session_id=session_id)
@@ -74,13 +90,16 @@ def test_an_append_writes_no_index_row_and_the_indexer_makes_it_findable(tenant_
     say(tenant_b, "s-9", "another parcel")
     assert found(tenant_a, "parcel") == []
     assert marks(tenant_a, "s-1") == (0, 2)
+    assert pending(tenant_a, "s-1")
 
     with in_tenant(tenant_a):
         done = index_tenant()
     assert (done.sessions, done.items) == (1, 2)  # tenant A only: B's session waits
     assert found(tenant_a, "parcel") == [("s-1", 1)]
     assert marks(tenant_a, "s-1") == (2, 2)
+    assert not pending(tenant_a, "s-1")
     assert marks(tenant_b, "s-9") == (0, 1)
+    assert pending(tenant_b, "s-9")
     with in_tenant(tenant_a):
         assert index_tenant().sessions == 0  # nothing waits: nothing done
 
@@ -99,12 +118,27 @@ def test_batches_are_bounded_and_each_goes_on_where_the_last_stopped(tenant_a):
         first = index_pending(max_sessions=2, max_items=3)
     assert (first.sessions, first.items) == (2, 6)
     assert [marks(tenant_a, f"s-{n}") for n in range(3)] == [(3, 5), (3, 5), (0, 5)]
+    assert [pending(tenant_a, f"s-{n}") for n in range(3)] == [True] * 3  # 4 and 5 wait
     assert found(tenant_a, "word0") == [("s-0", k) for k in (1, 2, 3)]
     with in_tenant(tenant_a):
         while index_pending(max_sessions=2, max_items=3).sessions:
             pass
     assert [marks(tenant_a, f"s-{n}") for n in range(3)] == [(5, 5)] * 3
+    assert [pending(tenant_a, f"s-{n}") for n in range(3)] == [False] * 3
     assert found(tenant_a, "word2") == [("s-2", k) for k in range(1, 6)]
+
+
+def test_an_append_to_a_session_on_the_work_list_changes_no_indexed_value(tenant_a):
+    """The append's UPDATE of its session is HOT (migration 0012): it moves `last_seq` and
+    the lease, which no index holds, and sets a flag already set."""
+    make(tenant_a, "s-1")
+    say(tenant_a, "s-1", "first")  # puts the session on the work list: not HOT
+    before = hot_updates("sessions_app_session")
+    for n in range(5):
+        say(tenant_a, "s-1", f"turn {n}")
+    after = hot_updates("sessions_app_session")
+    assert (after[0] - before[0], after[1] - before[1]) == (5, 5)
+    assert marks(tenant_a, "s-1") == (0, 6)
 
 
 def test_a_session_fenced_for_deletion_is_never_indexed_and_its_deletion_takes_its_rows(
