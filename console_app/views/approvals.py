@@ -205,6 +205,8 @@ HISTORY_CSV_FIELDS = [
     "void_reason_code",
     "void_reason",
     "replaces_approval_id",
+    "tool_outcome",  # what the approved call did, as its runtime reported it (empty: not yet)
+    "tool_outcome_at",
 ]
 HISTORY_EXPORT_CHUNK = 500
 
@@ -291,6 +293,8 @@ def _history_csv(rows) -> Iterator[str]:
                 a.void_code,
                 a.void_reason,
                 a.replaces.approval_id if a.replaces_id is not None else "",
+                a.outcome,
+                _iso(a.outcome_at),
             ]
         )
         yield buffer.getvalue()

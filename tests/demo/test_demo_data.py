@@ -14,8 +14,29 @@ def statuses(model) -> set[str]:
     return set(model.objects.values_list("status", flat=True).distinct())
 
 
-def test_demo_data_covers_every_state_of_every_domain(db, capsys):
+def test_load_demo_once_covers_states_routing_and_a_week_of_history(
+    db, capsys, django_capture_on_commit_callbacks
+):
+    """One load (it is the suite's slowest fixture), three views of it, then a second
+    load that adds nothing."""
+    # The jobs the stores write to the outbox run after each commit, as in the demo.
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("load_demo")
+    out = capsys.readouterr().out
+    every_state_of_every_domain(out)
+    approvals_routed_and_notified(out)
+    a_week_of_history(out)
+
     call_command("load_demo")
+    again = capsys.readouterr().out
+    assert "acme: demo data already there." in again
+    assert "a week of history" not in again  # idempotent: no second week
+    with in_tenant(Tenant.objects.get(slug="acme")):
+        # support sessions, and the payments ones (besides the week of history)
+        assert Session.objects.exclude(session_id__startswith="hist-").count() == 14 + 15
+
+
+def every_state_of_every_domain(out: str) -> None:
     for tenant in Tenant.objects.all():
         with in_tenant(tenant):
             assert statuses(Session) == set(SessionStatus.values) - {SessionStatus.CREATING}
@@ -34,27 +55,16 @@ def test_demo_data_covers_every_state_of_every_domain(db, capsys):
             assert {"low", "medium", "high", "critical"} <= set(
                 ApprovalRequest.objects.values_list("risk", flat=True)
             )
-    out = capsys.readouterr().out
     assert "acme: 14 support sessions, 9 pending approvals, 5 migration tasks." in out
 
-    call_command("load_demo")
-    assert "acme: demo data already there." in capsys.readouterr().out
-    with in_tenant(Tenant.objects.get(slug="acme")):
-        # support sessions, and the payments ones (besides the week of history)
-        assert Session.objects.exclude(session_id__startswith="hist-").count() == 14 + 15
 
-
-def test_demo_approvals_are_routed_and_notified(db, capsys, django_capture_on_commit_callbacks):
+def approvals_routed_and_notified(out: str) -> None:
     """The demo shows routing: rules and groups, approvals assigned when asked, and a
     notification trail (console badge entries; email for high and critical risk)."""
     from approvals_app.models import RoutingRule
     from notifications_app.models import Notification
     from tenancy_app.models import MemberGroup
 
-    # The jobs the stores write to the outbox run after each commit, as in the demo.
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("load_demo")
-    out = capsys.readouterr().out
     assert "acme: approval routing rules, groups and email ready." in out
     for tenant in Tenant.objects.all():
         with in_tenant(tenant):
@@ -74,7 +84,7 @@ def test_demo_approvals_are_routed_and_notified(db, capsys, django_capture_on_co
                 assert "email" in kinds
 
 
-def test_the_demo_dashboard_shows_a_week_of_history(db, capsys):
+def a_week_of_history(out: str) -> None:
     """Every day of the last week has approvals asked and decided, runs and their cost."""
     from datetime import UTC
     from zoneinfo import ZoneInfo
@@ -83,8 +93,7 @@ def test_the_demo_dashboard_shows_a_week_of_history(db, capsys):
 
     from console_app.selectors.dashboard import dashboard, window
 
-    call_command("load_demo")
-    assert "acme: a week of history (" in capsys.readouterr().out
+    assert "acme: a week of history (" in out
     tenant = Tenant.objects.get(slug="acme")
     now = timezone.now()
     win = window("7d", ZoneInfo("UTC"), now)
@@ -99,5 +108,3 @@ def test_the_demo_dashboard_shows_a_week_of_history(db, capsys):
     assert runs["reasons"] and runs["by_status"]["failed"]
     assert sum(figures["deletions"]["receipts"]["done"]) >= 2
     assert now.tzinfo is not None and win.start < now.astimezone(UTC)
-    call_command("load_demo")  # idempotent: no second week
-    assert "a week of history" not in capsys.readouterr().out

@@ -192,6 +192,15 @@ def test_history_marks_an_approved_call_whose_tool_failed(tenant_a, support_a):
     # The tool's error is runtime-written: escaped.
     assert "Approved — the tool failed:</strong> card network &lt;down&gt;" in detail
     assert 'data-testid="approval-status">approved</span>' in detail
+    export = b"".join(client.get("/t/acme/approvals/history.csv").streaming_content).decode()
+    outcomes = {
+        r["approval_id"]: (r["status"], r["tool_outcome"], bool(r["tool_outcome_at"]))
+        for r in csv.DictReader(io.StringIO(export))
+    }
+    assert outcomes == {
+        "a-bad": ("approved", "failed", True),
+        "a-ok": ("approved", "succeeded", True),
+    }
 
 
 def test_decided_by_matches_a_prefix_whatever_the_case(tenant_a, support_a):

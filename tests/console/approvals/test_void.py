@@ -156,7 +156,9 @@ def test_history_has_a_voided_tab(asked_again, support_a, django_assert_num_quer
     assert 'data-id="a-old"' not in decided
     export = b"".join(client.get(f"{INBOX}history.csv?tab=voided").streaming_content).decode()
     header, row = export.splitlines()[:2]
-    assert header.endswith("voided_by,voided_at,void_reason_code,void_reason,replaces_approval_id")
+    assert header.endswith(
+        "voided_by,voided_at,void_reason_code,void_reason,replaces_approval_id,tool_outcome,tool_outcome_at"
+    )
     assert row.startswith("a-old,voided,approve,") and ",tool_changed," in row
 
 
