@@ -4,7 +4,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Upper
 
 from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
-from tenancy_app.models import Tenant, TenantOwned
+from tenancy_app.models import TenantOwned, hot_row_tenant
 
 
 class SessionStatus(models.TextChoices):
@@ -137,9 +137,7 @@ class SessionItem(TenantOwned):
     (`item_tenant_newest`, migration 0006).
     """
 
-    tenant = models.ForeignKey(
-        Tenant, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
+    tenant = hot_row_tenant()
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="items", db_constraint=False, db_index=False
     )
@@ -172,9 +170,7 @@ class ItemAppend(TenantOwned):
     No foreign-key constraints in the database, as for the items: the append
     statement that writes it holds the session's row lock."""
 
-    tenant = models.ForeignKey(
-        Tenant, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
+    tenant = hot_row_tenant()
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )

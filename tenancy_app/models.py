@@ -72,11 +72,13 @@ def hot_row_tenant() -> models.ForeignKey:
     """The `tenant` of a row a hot statement writes with its parent: no constraint or index
     of its own in the database.
 
-    The row's parent key `(tenant_id, parent_id) REFERENCES parent (tenant_id, id)`
-    (stateroom/postgres/tenant_keys.py) already proves the tenant: the parent row
-    carries the same `tenant_id` under its own tenant foreign key. A second check
-    per row, and a one-column index no query reads (every index of the row leads
-    with the tenant), would cost each write for nothing (issue 40)."""
+    The parent proves the tenant: either by the row's parent key `(tenant_id,
+    parent_id) REFERENCES parent (tenant_id, id)` (stateroom/postgres/tenant_keys.py;
+    the parent row carries the same `tenant_id` under its own tenant foreign key), or
+    by the statement that writes the row holding the parent's row lock (a session's
+    items and append keys). A second check per row, and a one-column index no query
+    reads (every index of the row leads with the tenant), would cost each write for
+    nothing (issue 40)."""
     return models.ForeignKey(
         Tenant, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
