@@ -268,7 +268,7 @@ def checkpoint_create(request, task_id: str):
 def checkpoint_latest(request, task_id: str):
     store = _store(request)
     not_found_first(lambda: query(request, NoQuery), lambda: store.load(task_id))
-    return Response(checkpoint_data(store.latest_checkpoint(task_id)))
+    return Response(CheckpointOut(store.latest_checkpoint(task_id)).data)
 
 
 @extend_schema(

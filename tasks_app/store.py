@@ -24,8 +24,8 @@ from stateroom.content import TASK, Batch, ContentClass, content_class, redact_i
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable, field_path
 from stateroom.ids import PUBLIC_ID_RULE, is_valid_public_id, new_public_id
 from stateroom.jsondata import ensure_domain_data, storable_json
-from stateroom.rows import from_row, from_values
-from stateroom.sql import columns, hot_cursor
+from stateroom.rows import from_values
+from stateroom.sql import hot_cursor
 from stateroom.store import BaseStore
 
 from .models import (
@@ -43,7 +43,6 @@ _TERMINAL = sorted(TERMINAL_TASK_STATUSES)
 assert len(_TERMINAL) == 3  # the placeholders in append_checkpoint
 _TASKS = Task._meta.db_table
 _CHECKPOINTS = TaskCheckpoint._meta.db_table
-_CHECKPOINT_COLUMNS = columns(TaskCheckpoint)
 _CHECKPOINT_TENANT = TaskCheckpoint._meta.get_field("tenant")
 
 
@@ -208,23 +207,16 @@ class TaskStateStore(BaseStore):
             schema_version=task.schema_version,
         )
 
-    def latest_checkpoint(self, task_id: str) -> TaskCheckpoint:
-        """The checkpoint a resuming process starts from: one statement on (task, seq)."""
-        with hot_cursor(alone=True) as cursor:
-            cursor.execute(
-                f"SELECT {_CHECKPOINT_COLUMNS} FROM {_CHECKPOINTS} WHERE tenant_id = %s"
-                f" AND task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s)"
-                " ORDER BY seq DESC LIMIT 1",
-                [self.tenant.pk, self.tenant.pk, task_id],
-            )
-            row = cursor.fetchone()
-        if row is None:
-            with self.reading():
-                self.load(task_id)  # 404 for an unknown task
+    def latest_checkpoint(self, task_id: str) -> dict[str, Any]:
+        """The checkpoint a resuming process starts from, as the API renders it.
+
+        `checkpoint_history`'s one statement with a page of one: an unknown task
+        (404) is told from a task with no checkpoint yet (404) without a second query.
+        """
+        page = self.checkpoint_history(task_id, limit=1)
+        if not page:
             raise NotFound("This task has no checkpoint yet.", details={"task_id": task_id})
-        checkpoint = from_row(TaskCheckpoint, row)
-        checkpoint.task = from_values(Task, {"id": checkpoint.task_id, "task_id": task_id})
-        return checkpoint
+        return page[0]
 
     def checkpoint_history(
         self, task_id: str, *, limit: int = CHECKPOINT_PAGE_SIZE, before_seq: int | None = None

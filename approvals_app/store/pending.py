@@ -14,16 +14,35 @@ from .base import ApprovalBase
 _APPROVALS = ApprovalRequest._meta.db_table
 _RUNS = Run._meta.db_table
 _RULES = RoutingRule._meta.db_table
+# The page's columns: first those the API shows as they are (`_DIRECT`, in this
+# order), then those it shows converted (`_pending_out`), last the keyset's id.
 _PENDING_COLUMNS = (
-    "a.id, a.approval_id, r.run_id, a.tool_name, a.arguments, a.risk, a.reason, a.summary,"
-    " a.key_arguments, a.usual_arguments, a.display, a.allowed_decisions, a.arguments_schema,"
-    " a.call_digest, a.run_version,"
-    " a.first_approved_by, a.first_approval_reason, a.expires_at, a.created_at,"
+    "a.approval_id, r.run_id, a.tool_name, a.risk, a.reason, a.summary, a.key_arguments,"
+    " a.allowed_decisions, a.call_digest, a.run_version, a.expires_at, a.created_at,"
     f" (SELECT p.approval_id FROM {_APPROVALS} p"
     " WHERE p.tenant_id = a.tenant_id AND p.id = a.replaces_id),"
-    " a.assigned_user_ids, a.assigned_group_ids,"
-    f" (SELECT g.name FROM {_RULES} g WHERE g.tenant_id = a.tenant_id AND g.id = a.route_rule_id)"
+    f" (SELECT g.name FROM {_RULES} g WHERE g.tenant_id = a.tenant_id AND g.id = a.route_rule_id),"
+    " a.arguments, a.usual_arguments, a.display, a.arguments_schema,"
+    " a.first_approved_by, a.first_approval_reason, a.assigned_user_ids, a.assigned_group_ids,"
+    " a.id"
 )
+_DIRECT = (
+    "approval_id",
+    "run_id",
+    "tool_name",
+    "risk",
+    "reason",
+    "summary",
+    "key_arguments",
+    "allowed_decisions",
+    "call_digest",
+    "run_version",
+    "expires_at",
+    "created_at",
+    "replaces_approval_id",
+    "route_rule",
+)
+_CONVERTED = slice(len(_DIRECT), -1)
 
 
 _PENDING = ApprovalStatus.PENDING.value
@@ -42,32 +61,6 @@ def _loads(text: str) -> Any:
     return value
 
 
-# The columns `_PENDING_COLUMNS` selects, in its order.
-_PENDING_NAMES = (
-    "id",
-    "approval_id",
-    "run_id",
-    "tool_name",
-    "arguments",
-    "risk",
-    "reason",
-    "summary",
-    "key_arguments",
-    "usual_arguments",
-    "display",
-    "allowed_decisions",
-    "arguments_schema",
-    "call_digest",
-    "run_version",
-    "first_approved_by",
-    "first_approval_reason",
-    "expires_at",
-    "created_at",
-    "replaces_approval_id",
-    "assigned_user_ids",
-    "assigned_group_ids",
-    "route_rule",
-)
 # What `approvals_app.api.ApprovalSerializer` renders, in its order: a pending approval has
 # no value yet for those its row does not select (None).
 _SERIALIZED = (
@@ -108,26 +101,24 @@ _SERIALIZED = (
     "assignees",
     "route_rule",
 )
-# jsonb columns that may be NULL.
-_NULLABLE_JSON = ("usual_arguments", "display", "arguments_schema")
+# A pending approval as the API shows it before its row fills it in: keys in the
+# serializer's order, None where a pending approval has no value yet.
+_BLANK = {**dict.fromkeys(_SERIALIZED), "status": _PENDING}
 
 
 def _pending_out(row: tuple) -> dict[str, Any]:
     """A pending approval's row as `approvals_app.api.ApprovalSerializer` renders it."""
-    values = dict(zip(_PENDING_NAMES, row, strict=True))
-    values["status"] = _PENDING
-    values["arguments"] = _loads(values["arguments"])
-    for name in _NULLABLE_JSON:
-        if values[name] is not None:
-            values[name] = _loads(values[name])
-    values["first_approved_by"] = values["first_approved_by"] or None
-    values["first_approval_reason"] = values["first_approval_reason"] or None
-    values["assignees"] = {
-        "user_ids": values["assigned_user_ids"],
-        "group_ids": values["assigned_group_ids"],
-    }
-    get = values.get
-    return {key: get(key) for key in _SERIALIZED}
+    out = _BLANK.copy()
+    out.update(zip(_DIRECT, row, strict=False))  # the rest of the row is converted below
+    arguments, usual, display, schema, approved_by, approval_reason, users, groups = row[_CONVERTED]
+    out["arguments"] = _loads(arguments)
+    out["usual_arguments"] = None if usual is None else _loads(usual)
+    out["display"] = None if display is None else _loads(display)
+    out["arguments_schema"] = None if schema is None else _loads(schema)
+    out["first_approved_by"] = approved_by or None
+    out["first_approval_reason"] = approval_reason or None
+    out["assignees"] = {"user_ids": users, "group_ids": groups}
+    return out
 
 
 class ApprovalPending(ApprovalBase):
@@ -162,4 +153,4 @@ class ApprovalPending(ApprovalBase):
         more = len(rows) > limit
         rows = rows[:limit]
         page = [_pending_out(row) for row in rows]
-        return page, (rows[-1][0] if more else None)
+        return page, (rows[-1][-1] if more else None)

@@ -206,7 +206,7 @@ def runtime_checks(tenant) -> list[tuple[str, str | set[str], list[dict]]]:
         out.append(("save checkpoint", "task_public_id_uniq", ctx.captured_queries))
 
         with CaptureQueriesContext(connection) as ctx:
-            assert tasks.latest_checkpoint(task.task_id).state == {"k": 1}
+            assert tasks.latest_checkpoint(task.task_id)["state"] == {"k": 1}
         out.append(("load latest checkpoint", "checkpoint_seq_uniq", ctx.captured_queries))
 
         for attempt in ("record effect", "return the recorded effect"):

@@ -88,7 +88,7 @@ def test_each_hot_operation_is_one_message(tenant_a, setup):
         )
         assert len(sent) == 1 and saved.seq == 1
         loaded, sent = one_message(lambda: tasks.latest_checkpoint("task-1"))
-        assert len(sent) == 1 and loaded.state == {"n": 1} and loaded.seq == 1
+        assert len(sent) == 1 and loaded["state"] == {"n": 1} and loaded["seq"] == 1
     # What the messages wrote is there, committed, for the tenant's next reader.
     with in_tenant(tenant_a):
         assert SessionItem.objects.filter(tenant=tenant_a).count() == 4

@@ -42,7 +42,7 @@ with in_tenant(tenant):
     task = store.load(task_id)
     state = store.to_state(task)
     checkpoint = store.latest_checkpoint(task_id)
-body = checkpoint.state
+body = checkpoint["state"]
 lock = threading.Lock()  # this process's own, not the old one's
 node = sorted(state.pending_nodes)[0]
 with lock:
@@ -58,13 +58,13 @@ with in_tenant(tenant):
     )
     new = store.append_checkpoint(
         task_id=task_id,
-        schema_version=checkpoint.schema_version,
+        schema_version=checkpoint["schema_version"],
         state={**body, "files_patched": body["files_patched"] + 1},
         node_id=node,
     )
 print(json.dumps({
     "pid": os.getpid(),
-    "resumed_from": checkpoint.checkpoint_id,
+    "resumed_from": checkpoint["checkpoint_id"],
     "node": node,
     "version": saved.version,
     "checkpoint_id": new.checkpoint_id,
@@ -134,8 +134,8 @@ def test_saved_task_state_is_continued_by_a_new_process(tenant_a):
     assert state.pending_nodes == {"patch-3"}
     assert state.artifact_refs == ["git@example.com:acme/app.git#patch-2"]
     assert state.plan_version == "p1"
-    assert state.latest_checkpoint_id == report["checkpoint_id"] == latest.checkpoint_id
-    assert (latest.seq, latest.node_id, latest.state) == (
+    assert state.latest_checkpoint_id == report["checkpoint_id"] == latest["checkpoint_id"]
+    assert (latest["seq"], latest["node_id"], latest["state"]) == (
         2,
         "patch-2",
         {"repo": "git@example.com:acme/app.git", "files_patched": 2},

@@ -242,7 +242,7 @@ def test_checkpoints_are_numbered_per_task_and_become_latest(tenant_a, task_stor
         1,
     )
     assert task.schema_version == 2
-    assert (latest.checkpoint_id, latest.state, latest.node_id) == (
+    assert (latest["checkpoint_id"], latest["state"], latest["node_id"]) == (
         second.checkpoint_id,
         {"é": [1, 2.5]},
         "",
