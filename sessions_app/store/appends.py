@@ -31,6 +31,24 @@ class AppendResult:
     created: bool
 
 
+def _encoded(items: list[dict], rows: list[dict[str, Any]]) -> bytes:
+    """The rows' canonical JSON, their payloads checked once, in that text.
+
+    What PostgreSQL's jsonb refuses (NaN, NUL, a lone surrogate) either cannot be
+    encoded or shows in the text as `\\u0000`; only then are the payloads walked, to
+    name the item (422 `items[3].payload`). A payload that spells a backslash and
+    `u0000` shows the same text and passes the walk.
+    """
+    try:
+        body = canonical_data(rows, "items")
+    except Exception:
+        validated_items(items)  # a payload the database would refuse is named first
+        raise
+    if b"\\u0000" in body:
+        validated_items(items)
+    return body
+
+
 class SessionAppends(SessionStoreBase):
     def append_items(
         self,
@@ -52,7 +70,7 @@ class SessionAppends(SessionStoreBase):
         worker's claim on it is live (`runs_app` claims), they need that
         `worker`, or they are 409 `run_claimed` and nothing is written.
         """
-        rows = validated_items(items)
+        rows = validated_items(items, payloads=False)
         errors: dict[str, list[str]] = {}
         if run_id and not is_valid_public_id(run_id):
             errors["run_id"] = [PUBLIC_ID_RULE]
@@ -68,7 +86,7 @@ class SessionAppends(SessionStoreBase):
             ]
         if errors:
             raise Unprocessable("Some fields are invalid.", details=errors)
-        body = canonical_data(rows, "items")  # the items' one parameter, and the digest's text
+        body = _encoded(items, rows)  # the items' one parameter, and the digest's text
         digest = _request_digest(body, run_id) if idempotency_key is not None else ""
         for _attempt in range(3):
             now = self.now()

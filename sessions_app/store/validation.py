@@ -93,8 +93,13 @@ def revision_errors(expected_revision: Any) -> dict[str, list[str]]:
     return {}
 
 
-def validated_items(items: Any) -> list[dict[str, Any]]:
-    """The items as model fields, or 422 naming each bad field (`items[3].role`)."""
+def validated_items(items: Any, *, payloads: bool = True) -> list[dict[str, Any]]:
+    """The items as model fields, or 422 naming each bad field (`items[3].role`).
+
+    `payloads=False` checks that each payload is an object, not what is inside it:
+    for a caller that encodes the items and checks their text (`SessionAppends`),
+    and calls again with `payloads=True` to name a payload that text refuses.
+    """
     if not isinstance(items, list) or not items:
         raise Unprocessable(
             "items must be a non-empty list.", details={"items": ["must be a non-empty list"]}
@@ -116,7 +121,7 @@ def validated_items(items: Any) -> list[dict[str, Any]]:
                 ]
         if not isinstance(item.get("payload"), dict):
             errors[field_path("items", index, "payload")] = ["must be an object"]
-        elif problem := json_problem(item["payload"]):
+        elif payloads and (problem := json_problem(item["payload"])):
             errors[field_path("items", index, "payload")] = [problem]
         rows.append(
             {

@@ -488,6 +488,13 @@ def test_append_key_replays_after_the_session_closed(tenant_a, store, session):
             [{"role": "us\x00er", "item_type": "m", "payload": {}}],
             {"items[0].role": ["must be a non-empty string of at most 32 characters"]},
         ),
+        (  # the second item's key: found in the encoded text, named by the walk
+            [
+                {"role": "user", "item_type": "m", "payload": {"a": "\\u0000"}},
+                {"role": "user", "item_type": "m", "payload": {"k\x00": 1}},
+            ],
+            {"items[1].payload": ["must not contain NUL characters"]},
+        ),
     ],
 )
 def test_append_validates_items(tenant_a, store, session, items, details):
@@ -495,6 +502,16 @@ def test_append_validates_items(tenant_a, store, session, items, details):
         store.append_items(session_id="s-a", items=items)
     assert refused.value.details == details
     assert snapshot(tenant_a)["items"] == []
+
+
+def test_a_payload_that_spells_a_nul_escape_is_kept_as_written(tenant_a, store, session):
+    """Its JSON text shows `\\u0000` as a NUL would: the walk clears it, and it is stored."""
+    payload = {"text": "a\\u0000b", "\\u0000": ["\\\\u0000"]}
+    with in_tenant(tenant_a):
+        store.append_items(
+            session_id="s-a", items=[{"role": "user", "item_type": "m", "payload": payload}]
+        )
+        assert SessionItem.objects.get().payload == payload
 
 
 def test_append_by_a_run_needs_the_run_on_the_session(tenant_a, store, session):
