@@ -51,18 +51,35 @@ _dumps = json.JSONEncoder(
 ).encode
 
 
-def _plain(value: Any) -> bool:
-    """Whether the standard library spells `value` exactly as RFC 8785 does (module doc).
+def plain_text(value: Any, max_depth: int) -> str | None:
+    """The canonical text of plain JSON data nested at most `max_depth` containers deep,
+    from one walk; None for anything else (floats, other types, deeper data, a cycle,
+    text that is not Unicode): the caller takes the slow path that names the problem."""
+    if not _plain(value, max_depth):
+        return None
+    text = _dumps(value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+    return text
+
+
+def _plain(value: Any, max_depth: int | None = None) -> bool:
+    """Whether the standard library spells `value` exactly as RFC 8785 does (module doc),
+    and (`max_depth`) no container is nested deeper than that.
 
     Containers are walked from a stack; their scalar children are checked in
     place, not pushed (a 10 KB checkpoint is mostly strings in lists).
     """
     if type(value) is not dict and type(value) is not list:
         return _plain_scalar(value)
-    stack = [value]
+    stack = [(value, 0)]
     pop, push = stack.pop, stack.append
     while stack:
-        item = pop()
+        item, depth = pop()
+        if max_depth is not None and depth >= max_depth:
+            return False
         if type(item) is dict:
             for key in item:
                 if type(key) is not str or not (key.isascii() or _bmp(key)):
@@ -79,7 +96,7 @@ def _plain(value: Any) -> bool:
                     continue
                 return False
             if kind is dict or kind is list:
-                push(child)
+                push((child, depth + 1))
                 continue
             return False  # floats, tuples, subclasses, anything else: rfc8785 decides
     return True

@@ -17,7 +17,7 @@ from typing import Any
 
 import rfc8785
 
-from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes
+from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes, plain_text
 from stateroom.errors import Unprocessable
 
 # Deeper than this is almost surely a cycle (a list holding itself) or a runaway structure.
@@ -112,8 +112,10 @@ def storable_json(value: Any, path: str = "state") -> str:
     refused as `not_serializable` naming the string, not left to fail in the
     database. Returns the text, which callers store and measure as it is.
     """
-    ensure_domain_data(value, path)
-    text = canonical_data(value, path).decode()
+    text = plain_text(value, MAX_DEPTH)  # the common case: one walk and the C encoder
+    if text is None:
+        ensure_domain_data(value, path)
+        text = canonical_data(value, path).decode()
     if "\\u0000" in text and _NUL.search(text):  # the regex only when a NUL may be there
         _find_bad_text(value, path)
     return text

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateroom.canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_json, digest
+from stateroom.canonical import (
+    MAX_SAFE_INTEGER,
+    canonical_bytes,
+    canonical_json,
+    digest,
+    plain_text,
+)
+from stateroom.errors import Unprocessable
+from stateroom.jsondata import MAX_DEPTH, storable_json
 
 # Every character class that matters: control characters, quotes and backslashes,
 # BMP text, characters beyond the BMP (in values and in keys), and lone surrogates.
@@ -57,3 +68,27 @@ def test_the_cases_where_the_spellings_differ_go_to_rfc8785():
     plain = {"b": [1, "two", None, True], "a": {"z": "é\n\u0001"}}
     assert canonical_bytes(plain) == rfc8785.dumps(plain)
     assert len(digest(plain)) == 64
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_storable_json_takes_its_one_walk_only_as_far_as_the_slow_checks_go():
+    """`plain_text` (one walk) and the slow path (`ensure_domain_data` and rfc8785)
+    accept and refuse the same nesting: MAX_DEPTH containers, not one more."""
+    for leaf in ("text", 1.5):  # a float takes the slow path
+        deepest = _nested(MAX_DEPTH, leaf)
+        assert json.loads(storable_json(deepest)) == deepest
+        with pytest.raises(Unprocessable) as refused:
+            storable_json(_nested(MAX_DEPTH + 1, leaf))
+        assert refused.value.code == "not_serializable"
+    assert plain_text(_nested(MAX_DEPTH, "x"), MAX_DEPTH) is not None
+    assert plain_text(_nested(MAX_DEPTH + 1, "x"), MAX_DEPTH) is None
+    loop: list = []
+    loop.append(loop)
+    assert plain_text({"l": loop}, MAX_DEPTH) is None  # a cycle ends at the depth, no hang
+    assert plain_text({"k": "\ud800"}, MAX_DEPTH) is None  # not Unicode: the slow path says so
