@@ -216,6 +216,8 @@ _SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
 PIPELINED_STATEMENT_CHECKS: list[Callable[[str], None]] = []
 # Statement shapes one connection prepares (the hot ones are a few dozen); more run unprepared.
 _PREPARED_MAX = 200
+# Tenant settings one connection keeps converted (the bind parameters of `_SET_TENANT`).
+_SETTINGS_MAX = 1000
 
 
 class _TenantMessage:
@@ -294,6 +296,7 @@ class _Pipeline:
         self.adapters.register_loader("timestamptz", TimestamptzLoader)
         self.transformer = Transformer(self)
         self.prepared: dict[Any, bytes] = {}  # (statement, types) -> its name on the server
+        self.settings: dict[str, Any] = {}  # tenant id -> its tenant setting, converted once
         self.runs: dict[Any, int] = {}  # (statement, types) -> times run unprepared
         self.named = 0
 
@@ -308,8 +311,12 @@ class _Pipeline:
         """Send the tenant setting and the statement with one Sync; its rows and rowcount."""
         from psycopg._queries import PostgresQuery
 
-        setting = PostgresQuery(self.transformer)
-        setting.convert(_SET_TENANT, [tenant_id])
+        setting = self.settings.get(tenant_id)
+        if setting is None:
+            if len(self.settings) >= _SETTINGS_MAX:
+                self.settings.clear()
+            setting = self.settings[tenant_id] = PostgresQuery(self.transformer)
+            setting.convert(_SET_TENANT, [tenant_id])
         statement = PostgresQuery(self.transformer)
         statement.convert(sql, params)
         with self.db.wrap_database_errors, self.connection.lock:
@@ -329,7 +336,7 @@ class _Pipeline:
 
     def _exchange(self, queries: list[Any]) -> list[Any]:
         """Each query's results in order (a `send_prepare` gives one more), then the Sync."""
-        from psycopg.generators import fetch_many, send
+        from psycopg.generators import execute, fetch_many
 
         pgconn = self.connection.pgconn
         wait = self.connection.wait
@@ -358,8 +365,8 @@ class _Pipeline:
                     pgconn.send_query_prepared(name, query.params, param_formats=query.formats)
                 sent += 1
             pgconn.pipeline_sync()
-            wait(send(pgconn))
-            results = [wait(fetch_many(pgconn))[0] for _ in range(sent)]
+            results = [wait(execute(pgconn))[0]]  # flush, and the first statement's result
+            results += [wait(fetch_many(pgconn))[0] for _ in range(sent - 1)]
             (sync,) = wait(fetch_many(pgconn))
             assert sync.status == _PIPELINE_SYNC, sync.status
         except BaseException:
@@ -369,6 +376,8 @@ class _Pipeline:
         for index, key, name in preparing:  # prepared, whatever became of the statement
             if results[index].status == _COMMAND_OK:
                 self.prepared[key] = name
+        if not preparing:
+            return results
         return [r for i, r in enumerate(results) if i not in {p[0] for p in preparing}]
 
     def _prepare_now(self, key: Any) -> bool:
