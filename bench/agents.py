@@ -70,13 +70,23 @@ class Sessions:
 
 
 def sqlalchemy_url(owner_url: str) -> str:
-    from .database import libpq_url
+    """SQLAlchemy's URL for the same server: a socket directory (the embedded server) goes
+    as the `host` query parameter, where SQLAlchemy passes it to libpq."""
+    import dj_database_url
+    from sqlalchemy.engine import URL
 
-    return (
-        libpq_url(owner_url)
-        .replace("postgres://", "postgresql+psycopg://", 1)
-        .replace("postgresql://", "postgresql+psycopg://", 1)
-    )
+    parsed = dj_database_url.parse(owner_url)
+    host = parsed["HOST"] or None
+    socket_dir = host is not None and host.startswith("/")
+    return URL.create(
+        "postgresql+psycopg",
+        username=parsed["USER"] or None,
+        password=parsed["PASSWORD"] or None,
+        host=None if socket_dir else host,
+        port=(parsed["PORT"] or None) if not socket_dir else None,
+        database=parsed["NAME"],
+        query={"host": host} if socket_dir else {},
+    ).render_as_string(hide_password=False)
 
 
 def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:

@@ -1,20 +1,22 @@
-"""Debian's PgBouncer in `pool_mode = transaction` in front of the bench database.
+"""Debian's PgBouncer in `pool_mode = transaction` in front of a PostgreSQL server.
 
 For the API load row through the pooler (bench/api.py): the same gunicorn and
 load as the production row, with `DATABASE_URL` at PgBouncer and
 `DB_POOLER=transaction` (prepared statements and server-side cursors off), as
 README's production section tells an operator to run it (docs/scaling.md).
+The test suite's pooler runs (tests/infra.py) start it through `serve` too.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -35,29 +37,49 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _unprivileged_user(host: str) -> str:
+    """Who runs pgbouncer for root (it refuses to run as root): nobody, or for a server on
+    its socket, the owner of the socket's directory (the embedded server keeps it in its
+    data directory, open to its own user only)."""
+    if host.startswith("/"):
+        owner = pwd.getpwuid(Path(host).stat().st_uid).pw_name
+        if owner != "root":
+            return owner
+    return "nobody"
+
+
 @contextmanager
-def pgbouncer(url: str) -> Iterator[str]:
-    """PgBouncer on a free loopback port in front of `url`'s server; yields `url` through it."""
+def serve(
+    *,
+    host: str,
+    port: int | str | None,
+    users: Mapping[str, str],
+    pool_mode: str = "transaction",
+    pool_size: int = POOL_SIZE,
+) -> Iterator[int]:
+    """PgBouncer on a free loopback port in front of the server at `host` (a name, an
+    address or a socket directory) and `port`; yields its port. It logs in to PostgreSQL
+    as the client's role, with that role's password from `users` (its auth file)."""
     program = binary()
     if program is None:
         raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
-    parts = urlsplit(url)
-    port = _free_port()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-pgbouncer-"))
+    listen = _free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
     workdir.chmod(0o777)
-    user, password = parts.username or "", parts.password or ""
-    (workdir / "userlist.txt").write_text(f'"{user}" "{password}"\n')
+    (workdir / "userlist.txt").write_text(
+        "".join(f'"{user}" "{password}"\n' for user, password in users.items() if user)
+    )
     (workdir / "pgbouncer.ini").write_text(
         f"""[databases]
-* = host={parts.hostname or "127.0.0.1"} port={parts.port or 5432}
+* = host={host} port={port or 5432}
 [pgbouncer]
 listen_addr = 127.0.0.1
-listen_port = {port}
+listen_port = {listen}
 unix_socket_dir =
 auth_type = trust
 auth_file = {workdir}/userlist.txt
-pool_mode = transaction
-default_pool_size = {POOL_SIZE}
+pool_mode = {pool_mode}
+default_pool_size = {pool_size}
 max_client_conn = 500
 server_reset_query =
 ignore_startup_parameters = extra_float_digits,options
@@ -68,14 +90,14 @@ pidfile = {workdir}/pgbouncer.pid
     for name in ("userlist.txt", "pgbouncer.ini"):
         (workdir / name).chmod(0o644)
     command = [program, str(workdir / "pgbouncer.ini")]
-    if os.geteuid() == 0:  # pgbouncer refuses to run as root
-        command = ["runuser", "-u", "nobody", "--", *command]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", _unprivileged_user(host), "--", *command]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 15
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", listen), timeout=1).close()
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
@@ -84,8 +106,7 @@ pidfile = {workdir}/pgbouncer.pid
                         "pgbouncer did not start:\n" + (log.read_text() if log.exists() else "")
                     ) from None
                 time.sleep(0.05)
-        credentials = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
-        yield urlunsplit(parts._replace(netloc=f"{credentials}127.0.0.1:{port}"))
+        yield listen
     finally:
         process.terminate()
         try:
@@ -94,3 +115,20 @@ pidfile = {workdir}/pgbouncer.pid
             process.kill()
             process.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def pgbouncer(url: str) -> Iterator[str]:
+    """PgBouncer in front of `url`'s server (on its socket too: the embedded server);
+    yields `url` through it."""
+    import dj_database_url
+
+    server = dj_database_url.parse(url)
+    with serve(
+        host=server["HOST"] or "127.0.0.1",
+        port=server["PORT"],
+        users={server["USER"]: server["PASSWORD"] or ""},
+    ) as port:
+        parts = urlsplit(url)
+        credentials = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
+        yield urlunsplit(parts._replace(netloc=f"{credentials}127.0.0.1:{port}"))

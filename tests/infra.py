@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
 import signal
 import socket
 import subprocess
@@ -278,79 +276,30 @@ def producing_to(broker_url: str, queue: str) -> Iterator[None]:
 def pgbouncer(*, pool_mode: str = "transaction", pool_size: int = 4) -> Iterator[int]:
     """Debian's pgbouncer on a free loopback port in front of the test database's server.
 
-    Yields its port: `pooled_url(port)` is this test database through it. It runs
-    as `nobody` when this process is root (pgbouncer refuses to run as root) and
-    logs in to PostgreSQL as the client's role, with the role's password from its
-    auth file, as a production set-up does.
+    Yields its port: `pooled_url(port)` is this test database through it. The bench's
+    `pooler.serve` runs it (for root: as nobody, or as the owner of the embedded server's
+    socket directory); it logs in to PostgreSQL as the client's role, with the role's
+    password from its auth file, as a production set-up does.
     """
     from django.db import connection
 
+    from bench import pooler
     from tests.conftest import require_infrastructure
 
-    binary = (
-        os.environ.get("STATEROOM_PGBOUNCER") or shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    require_infrastructure(
+        pooler.binary() is not None, "needs pgbouncer (apt-get install pgbouncer)"
     )
-    require_infrastructure(Path(binary).exists(), "needs pgbouncer (apt-get install pgbouncer)")
     s = direct(connection.settings_dict)
     owner = settings.DATABASE_OWNER or {}
-    port = free_port()
-    workdir = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
-    workdir.chmod(0o777)
     users = {s["USER"]: s.get("PASSWORD") or "", owner.get("USER"): owner.get("PASSWORD") or ""}
-    (workdir / "userlist.txt").write_text(
-        "".join(f'"{user}" "{password}"\n' for user, password in users.items() if user)
-    )
-    server = f"host={s['HOST'] or '127.0.0.1'}" + (f" port={s['PORT']}" if s["PORT"] else "")
-    (workdir / "pgbouncer.ini").write_text(
-        f"""[databases]
-* = {server}
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = {port}
-unix_socket_dir =
-auth_type = trust
-auth_file = {workdir}/userlist.txt
-pool_mode = {pool_mode}
-default_pool_size = {pool_size}
-max_client_conn = 500
-server_reset_query =
-ignore_startup_parameters = extra_float_digits,options
-logfile = {workdir}/pgbouncer.log
-pidfile = {workdir}/pgbouncer.pid
-"""
-    )
-    for name in ("userlist.txt", "pgbouncer.ini"):
-        (workdir / name).chmod(0o644)
-    command = [binary, str(workdir / "pgbouncer.ini")]
-    if os.geteuid() == 0:
-        # The embedded server's socket directory may be its data directory, open
-        # to its own user only: run as that user there, else as nobody.
-        host = str(s["HOST"] or "")
-        user = pwd.getpwuid(os.stat(host).st_uid).pw_name if host.startswith("/") else "nobody"
-        command = ["runuser", "-u", "nobody" if user == "root" else user, "--", *command]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log = workdir / "pgbouncer.log"
-                    raise RuntimeError(
-                        "pgbouncer did not start:\n" + (log.read_text() if log.exists() else "")
-                    ) from None
-                time.sleep(0.05)
+    with pooler.serve(
+        host=str(s["HOST"] or "127.0.0.1"),
+        port=s["PORT"],
+        users=users,
+        pool_mode=pool_mode,
+        pool_size=pool_size,
+    ) as port:
         yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def pooled_url(port: int, *, owner: bool = False) -> str:
