@@ -429,3 +429,62 @@ def test_json_values_survive_the_round_trip_exactly(api_a, thread):
     assert json.dumps(got["channel_values"][0]["value"], sort_keys=True) == json.dumps(
         value, sort_keys=True
     )
+
+
+def test_a_write_index_beyond_a_postgres_integer_is_refused_and_nothing_written(
+    api_a, thread, tenant_a
+):
+    put(api_a, "th-1", {"checkpoint": checkpoint("c1", {}), "metadata": {}})
+    refused = api_a.post(
+        f"{URL.format('th-1')}/writes",
+        {
+            "checkpoint_id": "c1",
+            "graph_task_id": "t",
+            "writes": [
+                {"idx": 0, "channel": "ch", "type": "json", "value": "kept out too"},
+                {"idx": 2**31, "channel": "ch", "type": "json", "value": "x"},
+            ],
+        },
+        content_type=JSON,
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["details"] == {"writes[1].idx": ["out of range"]}
+    with in_tenant(tenant_a):
+        assert not GraphWrite.objects.exists()
+
+
+def test_values_with_quotes_backslashes_and_bytes_read_back_as_written(api_a, thread):
+    """The rows go to PostgreSQL as one JSON document: text that JSON escapes, and bytes."""
+    tricky = {"q": 'say "hi"', "b": "back\\slash", "u": "é\u2028", "n": [1, 2.5, None]}
+    data = base64.b64encode(bytes(range(256))).decode()
+    put(
+        api_a,
+        "th-1",
+        {
+            "checkpoint": checkpoint("c1", {"messages": 1, "raw": 1}),
+            "metadata": {},
+            "blobs": [
+                {"channel": "messages", "version": 1, "type": "json", "value": tricky},
+                {"channel": "raw", "version": 1, "type": "msgpack", "data": data},
+            ],
+        },
+    )
+    api_a.post(
+        f"{URL.format('th-1')}/writes",
+        {
+            "checkpoint_id": "c1",
+            "graph_task_id": "t",
+            "writes": [
+                {"idx": 0, "channel": "w", "type": "json", "value": tricky},
+                {"idx": 1, "channel": "w", "type": "msgpack", "data": data},
+            ],
+        },
+        content_type=JSON,
+    )
+    found = api_a.get(f"{URL.format('th-1')}/checkpoints").json()["results"][0]
+    values = {v["channel"]: v for v in found["channel_values"]}
+    assert values["messages"]["value"] == tricky
+    assert (values["raw"]["type"], values["raw"]["data"]) == ("msgpack", data)
+    writes = {w["idx"]: w for w in found["pending_writes"]}
+    assert writes[0]["value"] == tricky
+    assert writes[1]["data"] == data
