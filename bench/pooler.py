@@ -66,12 +66,38 @@ def serve(
     listen = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
     workdir.chmod(0o777)
+    _configure(workdir, f"host={host} port={port or 5432}", users, listen, pool_mode, pool_size)
+    command = [program, str(workdir / "pgbouncer.ini")]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", _unprivileged_user(host), "--", *command]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        _wait_until_listening(process, listen, workdir / "pgbouncer.log")
+        yield listen
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _configure(
+    workdir: Path,
+    server: str,
+    users: Mapping[str, str],
+    listen: int,
+    pool_mode: str,
+    pool_size: int,
+) -> None:
     (workdir / "userlist.txt").write_text(
         "".join(f'"{user}" "{password}"\n' for user, password in users.items() if user)
     )
     (workdir / "pgbouncer.ini").write_text(
         f"""[databases]
-* = host={host} port={port or 5432}
+* = {server}
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {listen}
@@ -89,32 +115,20 @@ pidfile = {workdir}/pgbouncer.pid
     )
     for name in ("userlist.txt", "pgbouncer.ini"):
         (workdir / name).chmod(0o644)
-    command = [program, str(workdir / "pgbouncer.ini")]
-    if os.geteuid() == 0:
-        command = ["runuser", "-u", _unprivileged_user(host), "--", *command]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", listen), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log = workdir / "pgbouncer.log"
-                    raise RuntimeError(
-                        "pgbouncer did not start:\n" + (log.read_text() if log.exists() else "")
-                    ) from None
-                time.sleep(0.05)
-        yield listen
-    finally:
-        process.terminate()
+
+
+def _wait_until_listening(process: subprocess.Popen, listen: int, log: Path) -> None:
+    deadline = time.monotonic() + 15
+    while True:
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
+            socket.create_connection(("127.0.0.1", listen), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "pgbouncer did not start:\n" + (log.read_text() if log.exists() else "")
+                ) from None
+            time.sleep(0.05)
 
 
 @contextmanager
