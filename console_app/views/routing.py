@@ -96,18 +96,29 @@ def group_edit(request, slug: str = ""):
 @require_permission(Permission.MANAGE)
 @require_http_methods(["GET", "POST"])
 def group_delete(request, slug: str):
-    """GET asks for confirmation; POST deletes."""
+    """GET asks for confirmation; POST deletes, unless routing rules still ask the group
+    (409, naming them: take it out of them first)."""
     store = _groups(request)
     try:
         group = store.get(slug)
     except NotFound as exc:
         raise Http404 from exc
-    if request.method == "GET":
-        context = {"nav": "settings", "tab": "groups", "group": group}
-        return render(request, "console/routing/group_delete.html", context)
-    store.delete_group(slug=slug)
-    messages.success(request, f"Group {group.name} deleted.")
-    return _back(request, "routing:groups")
+    # Rules that ask the group (or escalate to it): deleting it would leave them asking
+    # a group that reaches nobody, so they must let go of it first.
+    used_by = [
+        rule.name
+        for rule in _rules(request).rules().only("name", "group_ids", "escalate_group_ids")
+        if group.pk in rule.group_ids or group.pk in rule.escalate_group_ids
+    ]
+    if request.method == "POST" and not used_by:
+        store.delete_group(slug=slug)
+        messages.success(request, f"Group {group.name} deleted.")
+        return _back(request, "routing:groups")
+    if request.method == "POST":
+        messages.error(request, f"Group {group.name} is still asked by routing rules.")
+    context = {"nav": "settings", "tab": "groups", "group": group, "used_by": used_by}
+    status = 409 if request.method == "POST" else 200
+    return render(request, "console/routing/group_delete.html", context, status=status)
 
 
 # --- rules -------------------------------------------------------------------

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from approvals_app.routing import RoutingRules
 from stateroom.actor import Actor
 from tenancy_app.groups import GroupStore
 from tenancy_app.models import MemberGroup, Role
@@ -98,6 +99,37 @@ def test_delete_asks_first(admin_a, people, tenant_a):
         assert not MemberGroup.objects.filter(tenant=tenant_a).exists()
 
 
+def test_a_group_rules_ask_is_kept_until_they_let_go_of_it(admin_a, people, tenant_a):
+    group = save_group(tenant_a, "Team", [people["alice"]])
+    with in_tenant(tenant_a):
+        rules = RoutingRules(tenant_a, Actor.system("test"))
+        asks = rules.save_rule(name="Refunds", tool_pattern="refund*", group_ids=[group.pk])
+        escalates = rules.save_rule(
+            name="Wires",
+            tool_pattern="wire*",
+            user_ids=[people["bob"].pk],
+            escalate_at_percent=50,
+            escalate_group_ids=[group.pk],
+        )
+        rules.save_rule(name="Others", tool_pattern="other*", user_ids=[people["bob"].pk])
+    client = login(admin_a)
+    page = client.get(GROUPS + "team/delete").content.decode()
+    assert "<strong>Refunds, Wires</strong>" in page
+    assert "Delete Team</button>" not in page
+    refused = client.post(GROUPS + "team/delete")
+    assert refused.status_code == 409
+    assert "Group Team is still asked by routing rules." in message_texts(refused)
+    with in_tenant(tenant_a):
+        assert MemberGroup.objects.filter(tenant=tenant_a).exists()
+        rules.delete_rule(rule_id=asks.pk)
+        rules.delete_rule(rule_id=escalates.pk)
+    assert "Delete Team</button>" in client.get(GROUPS + "team/delete").content.decode()
+    response = client.post(GROUPS + "team/delete", follow=True)
+    assert "Group Team deleted." in message_texts(response)
+    with in_tenant(tenant_a):
+        assert not MemberGroup.objects.filter(tenant=tenant_a).exists()
+
+
 @pytest.mark.parametrize("fixture", ["operator_a", "support_a"])
 def test_below_admin_is_refused(request, fixture):
     client = login(request.getfixturevalue(fixture))
@@ -128,3 +160,6 @@ def test_query_count(admin_a, people, tenant_a, count, django_assert_num_queries
     # The edit form: the group, the members, the group's member ids.
     with django_assert_num_queries(layout_queries(client, tenant_a) + 3):
         client.get(GROUPS + "group-0/")
+    # The delete confirmation: the group, and the rules that may ask it.
+    with django_assert_num_queries(layout_queries(client, tenant_a) + 2):
+        client.get(GROUPS + "group-0/delete")
