@@ -16,7 +16,8 @@ store's design (issue 40). So it runs on tables of its own, in the schema
   read and written by the same app role (NOSUPERUSER NOBYPASSRLS).
 
 Everything Stateroom's schema adds beyond this counts against Stateroom.
-Built once per data set (`ensure`); a bench run with `--reuse` keeps them.
+Built once per data set (`ensure`); a bench run with `--reuse` keeps them while their
+columns are still Stateroom's (after a migration that changed those, it builds them anew).
 """
 
 from __future__ import annotations
@@ -75,12 +76,10 @@ def prepare(url: str, log) -> None:
 
 
 def ensure(url: str, owner_url: str, tenant_pks: list[int], log) -> None:
-    """Create and fill the floor's tables unless this data set already has them."""
+    """Create and fill the floor's tables unless this data set already has them, with the
+    columns Stateroom's tables have now (after a migration, `--reuse` builds them anew)."""
     with connect(owner_url) as owner:
-        found = owner.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname = %s", [SCHEMA]
-        ).fetchone()[0]
-        if found == len(TABLES):
+        if _built(owner):
             return
         log("  building the floor's own tables (schema floor) from the data set")
         _create(owner, _app_role(url))
@@ -88,6 +87,29 @@ def ensure(url: str, owner_url: str, tenant_pks: list[int], log) -> None:
         _copy(app, tenant_pks)
     with connect(owner_url) as owner:
         _finish(owner)
+
+
+def _built(owner: psycopg.Connection) -> bool:
+    """Whether every floor table is there with its Stateroom table's columns and types (in
+    order, less `DROPPED`): what a data set reused after a migration may no longer have."""
+    source = tables()
+    for name in TABLES:
+        built = _column_types(owner, SCHEMA, name)
+        dropped = DROPPED.get(name, [])
+        now = [c for c in _column_types(owner, None, source[name]) if c[0] not in dropped]
+        if not built or built != now:
+            return False
+    return True
+
+
+def _column_types(conn: psycopg.Connection, schema: str | None, table: str) -> list[tuple]:
+    """A table's (column, type) in order; `schema` None: the connection's current schema."""
+    return conn.execute(
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = coalesce(%s, current_schema()) AND table_name = %s"
+        " ORDER BY ordinal_position",
+        [schema, table],
+    ).fetchall()
 
 
 def _app_role(url: str) -> str:
