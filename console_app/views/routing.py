@@ -4,6 +4,7 @@ and the dry run "who would get this request?". Every change goes through a store
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
@@ -105,11 +106,8 @@ def group_delete(request, slug: str):
         raise Http404 from exc
     # Rules that ask the group (or escalate to it): deleting it would leave them asking
     # a group that reaches nobody, so they must let go of it first.
-    used_by = [
-        rule.name
-        for rule in _rules(request).rules().only("name", "group_ids", "escalate_group_ids")
-        if group.pk in rule.group_ids or group.pk in rule.escalate_group_ids
-    ]
+    asks = Q(group_ids__contains=[group.pk]) | Q(escalate_group_ids__contains=[group.pk])
+    used_by = list(_rules(request).rules().filter(asks).values_list("name", flat=True))
     if request.method == "POST" and not used_by:
         store.delete_group(slug=slug)
         messages.success(request, f"Group {group.name} deleted.")
