@@ -3,7 +3,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 
-from tenancy_app.models import TenantOwned
+from tenancy_app.models import TenantOwned, rollup_tenant
 
 
 class ApprovalStatus(models.TextChoices):
@@ -206,6 +206,18 @@ class ApprovalRequest(TenantOwned):
             # History tabs: one status (or the decided pair), newest first.
             models.Index(fields=["tenant", "status", "id"], name="approval_status_id_idx"),
             GinIndex(fields=["search"], name="approval_search_gin"),
+            # The dashboard's rollup (approvals_app.rollup) and its raw reads, by each time.
+            models.Index(fields=["tenant", "created_at"], name="approval_created_idx"),
+            models.Index(
+                fields=["tenant", "decided_at"],
+                condition=models.Q(decided_at__isnull=False),
+                name="approval_decided_idx",
+            ),
+            models.Index(
+                fields=["tenant", "voided_at"],
+                condition=models.Q(voided_at__isnull=False),
+                name="approval_voided_idx",
+            ),
             # The inbox's "assigned to me" and "my groups".
             GinIndex(fields=["assigned_user_ids"], name="approval_assigned_users_gin"),
             GinIndex(fields=["assigned_group_ids"], name="approval_assigned_groups_gin"),
@@ -287,3 +299,38 @@ class RoutingRule(TenantOwned):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ApprovalRollup(TenantOwned):
+    """How far a tenant's approvals are rolled up (approvals_app.rollup, stateroom.rollup)."""
+
+    tenant = models.OneToOneField(
+        "tenancy_app.Tenant", primary_key=True, on_delete=models.PROTECT, related_name="+"
+    )
+    closed_through = models.DateTimeField(null=True)
+    open_quarters = ArrayField(models.DateTimeField(), default=list)
+
+
+class ApprovalQuarter(TenantOwned):
+    """Approvals of one closed quarter hour: asked (created then), expired undecided (their
+    `expires_at` then) and voided (their `voided_at` then)."""
+
+    pk = models.CompositePrimaryKey("tenant", "quarter", "kind")
+    tenant = rollup_tenant()
+    quarter = models.DateTimeField()
+    kind = models.CharField(max_length=16)  # asked, expired, voided
+    n = models.IntegerField()
+
+
+class ApprovalWaitQuarter(TenantOwned):
+    """The approvals a person decided in one closed quarter hour, per tool and risk: how
+    long each waited, as a histogram (stateroom.rollup.Histogram: count and sum per bin)."""
+
+    pk = models.CompositePrimaryKey("tenant", "quarter", "risk", "tool_name", "bin")
+    tenant = rollup_tenant()
+    quarter = models.DateTimeField()
+    risk = models.CharField(max_length=16)
+    tool_name = models.CharField(max_length=200)
+    bin = models.SmallIntegerField()
+    n = models.IntegerField()
+    total = models.FloatField()  # seconds

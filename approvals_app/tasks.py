@@ -4,15 +4,17 @@ schedule, the decision webhook and the notices to people (approvals_app.notices)
 from __future__ import annotations
 
 from celery import shared_task
+from django.utils import timezone
 
 from stateroom import ports
 from stateroom.actor import Actor
 from stateroom.errors import NotFound
-from tenancy_app.jobs import for_each_tenant
+from tenancy_app.jobs import ONE_CALL, for_each_tenant
 from tenancy_app.models import Tenant
 from tenancy_app.scoping import in_tenant
 from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver
 
+from . import rollup
 from .models import ApprovalStatus
 from .notices import APPROVAL_NOTICE_TASK
 from .serializers import approval_data  # the payload is exactly what GET returns
@@ -90,3 +92,14 @@ def notify_decision(self, tenant_id: int, approval_id: str) -> str:
         delivery = delivery_id(tenant_id, approval_id, approval.status)
     # The HTTP call happens outside any database transaction.
     return deliver(url=url, secret=secret, event=EVENT_DECIDED, delivery=delivery, payload=payload)
+
+
+@shared_task(acks_late=True)
+def refresh_rollup(tenant_id: int | None = None) -> dict:
+    """Roll up the approvals' quarters that can be closed now, per tenant (approvals_app.rollup)."""
+    return for_each_tenant(
+        lambda tenant: rollup.refresh(tenant.pk, timezone.now()),
+        limit=ONE_CALL,
+        tenant_id=tenant_id,
+        name="approvals_rollup",
+    ).as_dict()

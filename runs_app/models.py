@@ -1,9 +1,10 @@
 from datetime import datetime, timedelta
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils.functional import cached_property
 
-from tenancy_app.models import TenantOwned, hot_row_tenant
+from tenancy_app.models import TenantOwned, hot_row_tenant, rollup_tenant
 
 
 class RunStatus(models.TextChoices):
@@ -122,6 +123,8 @@ class Run(TenantOwned):
             models.Index(fields=["tenant", "session", "id"], name="run_session_idx"),
             models.Index(fields=["tenant", "task", "id"], name="run_task_idx"),
             models.Index(fields=["tenant", "status", "id"], name="run_status_id_idx"),
+            # The dashboard's rollup (runs_app.rollup) and its raw reads: runs by creation.
+            models.Index(fields=["tenant", "created_at"], name="run_created_idx"),
         ]
 
     def __str__(self) -> str:
@@ -235,3 +238,45 @@ class NodeExecution(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.run_id}:{self.node_id}#{self.attempt}"
+
+
+class RunRollup(TenantOwned):
+    """How far a tenant's runs are rolled up (runs_app.rollup, stateroom.rollup.State)."""
+
+    tenant = models.OneToOneField(
+        "tenancy_app.Tenant", primary_key=True, on_delete=models.PROTECT, related_name="+"
+    )
+    closed_through = models.DateTimeField(null=True)
+    open_quarters = ArrayField(models.DateTimeField(), default=list)
+
+
+class RunQuarter(TenantOwned):
+    """The runs created in one closed quarter hour, by status, agent and failure reason."""
+
+    pk = models.CompositePrimaryKey("tenant", "quarter", "status", "agent", "reason")
+    tenant = rollup_tenant()
+    quarter = models.DateTimeField()
+    status = models.CharField(max_length=20)
+    agent = models.CharField(max_length=200)
+    reason = models.CharField(max_length=200)  # a failed run's error code, else ""
+    n = models.IntegerField()
+    tokens = models.BigIntegerField()
+    cost = models.DecimalField(max_digits=24, decimal_places=6)
+
+
+class RunSessionQuarter(TenantOwned):
+    """The runs created in one closed quarter hour, per session: its top sessions by cost."""
+
+    pk = models.CompositePrimaryKey("tenant", "quarter", "session")
+    tenant = rollup_tenant()
+    quarter = models.DateTimeField()
+    session = models.ForeignKey(
+        "sessions_app.Session",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    n = models.IntegerField()
+    tokens = models.BigIntegerField()
+    cost = models.DecimalField(max_digits=24, decimal_places=6)

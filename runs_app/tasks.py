@@ -7,13 +7,16 @@ resumed its run (what it sends: `runs_app.webhooks`).
 from __future__ import annotations
 
 from celery import shared_task
+from django.utils import timezone
 
 from stateroom.actor import Actor
 from stateroom.errors import NotFound
+from tenancy_app.jobs import ONE_CALL, for_each_tenant
 from tenancy_app.models import RuntimeToken, Tenant
 from tenancy_app.scoping import in_tenant
 from tenancy_app.webhooks import RETRYABLE_ERRORS, deliver, delivery_id
 
+from . import rollup
 from .serializers import run_data  # the run exactly as GET returns it
 from .store import RunStateStore
 from .webhooks import NOTIFY_RUN_CONTROL, RUN_CONTROL_EVENTS, run_control_payload
@@ -55,3 +58,14 @@ def notify_run_control(self, tenant_id: int, run_id: str, version: int, event: s
         delivery=delivery_id(tenant_id, "run", run_id, version, event),
         payload=payload,
     )
+
+
+@shared_task(acks_late=True)
+def refresh_rollup(tenant_id: int | None = None) -> dict:
+    """Roll up the runs' quarters that can be closed now, per tenant (runs_app.rollup)."""
+    return for_each_tenant(
+        lambda tenant: rollup.refresh(tenant.pk, timezone.now()),
+        limit=ONE_CALL,
+        tenant_id=tenant_id,
+        name="runs_rollup",
+    ).as_dict()

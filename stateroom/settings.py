@@ -496,6 +496,9 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 5 * STATEROOM_SEARCH_INDEX_INTERVAL},
     },
     "anchor-audit": {"task": "audit_app.tasks.anchor_audit_heads", "schedule": 600.0},
+    # The dashboard's quarter-hour rollups (stateroom.rollup): what closed since the last run.
+    "rollup-approvals": {"task": "approvals_app.tasks.refresh_rollup", "schedule": 60.0},
+    "rollup-runs": {"task": "runs_app.tasks.refresh_rollup", "schedule": 60.0},
 }
 
 LOGGING = {

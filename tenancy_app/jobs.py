@@ -79,6 +79,10 @@ def tenant_scope(tenant_id: int) -> Iterator[Tenant | None]:
         yield tenant
 
 
+# The `limit` of a step that does all its work in one call (and returns how much).
+ONE_CALL = 2**62
+
+
 def for_each_tenant(
     step: Callable[[Tenant], int],
     *,

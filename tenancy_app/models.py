@@ -84,6 +84,12 @@ def hot_row_tenant() -> models.ForeignKey:
     )
 
 
+def rollup_tenant() -> models.ForeignKey:
+    """The `tenant` of a rollup row (stateroom.rollup): a key to the tenant, and no index of
+    its own (the row's primary key leads with it)."""
+    return models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+
+
 class Membership(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"

@@ -22,6 +22,7 @@ frame of project code, as tests/ownership.py does: only the stores'
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Iterator
 
@@ -145,7 +146,8 @@ def _store_frame() -> str | None:
             continue
         if top.endswith("_app") and name != "tenancy_app.scoping":
             parts = name.split(".")
-            return name if "store" in parts and "migrations" not in parts else None
+            writes = "store" in parts or parts[-1] == "rollup"  # a store, or a rollup's refresh
+            return name if writes and "migrations" not in parts else None
         if top in ("tests", "demo_app", "bench"):
             return None
         frame = frame.f_back
@@ -153,9 +155,12 @@ def _store_frame() -> str | None:
 
 
 def placeholders(sql: str, params) -> str:
-    """Django's `%s` placeholders as `$n` (and `%%` as `%`), for the parser."""
+    """Django's `%s` (or `%(name)s`) placeholders as `$n` (and `%%` as `%`), for the parser."""
     if params is None:
         return sql
+    if isinstance(params, dict):
+        numbers = {name: f"${n}" for n, name in enumerate(params, start=1)}
+        return re.sub(r"%\((\w+)\)s", lambda m: numbers[m.group(1)], sql).replace("%%", "%")
     pieces = sql.split("%%")
     n = 0
     out = []

@@ -11,6 +11,7 @@ from django.db.models.expressions import CombinedExpression, Value
 
 from stateroom.content import RUN, Batch, ContentClass, content_class, redact_in_key_order
 
+from .. import rollup
 from ..models import NodeExecution, Run, RunEvent, RunTransition
 from .base import RunStoreBase
 
@@ -131,6 +132,9 @@ class RunContent(RunStoreBase):
                 )
                 return qs.update(changes=without_error)
         else:
+            if name == RUN_ERRORS:
+                # The failure reason the dashboard's rollup counted goes with the error.
+                rollup.reopen(self.tenant.pk, [container])
 
             def remove(qs: QuerySet) -> int:
                 return qs.update(error=None)

@@ -90,6 +90,8 @@ def test_beat_schedule_and_jobs_name_registered_tasks():
         "outbox_app.tasks.relay_outbox",
         "audit_app.tasks.anchor_audit_heads",
         "sessions_app.tasks.index_items",
+        "approvals_app.tasks.refresh_rollup",
+        "runs_app.tasks.refresh_rollup",
     }
     on_demand = {
         "lifecycle_app.tasks.delete_session_content",

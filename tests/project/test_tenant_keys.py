@@ -12,13 +12,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from approvals_app import rollup as approvals_rollup
 from approvals_app.store import ApprovalStore
 from audit_app.store import AuditStore
 from effects_app.store import EffectStore
+from runs_app import rollup as runs_rollup
 from runs_app.store import RunStateStore
 from sessions_app.store import SessionStore
 from stateroom.actor import Actor
@@ -191,6 +196,10 @@ def workload(tenant, operator) -> None:
         effects.find("k-1")
         sessions.get("s-1")
         list(AuditStore(tenant, system).list_events())
+        # the dashboard's rollups (beat's minute jobs), an hour on: each closes quarters
+        later = timezone.now() + timedelta(hours=1)
+        assert approvals_rollup.refresh(tenant.pk, later) > 0
+        assert runs_rollup.refresh(tenant.pk, later) >= 0
     with in_tenant(tenant, atomic=False):
         sessions.append_items(
             session_id="s-1",
@@ -211,6 +220,8 @@ def test_store_statements_name_their_tenant(tenant_a, make_user, captured):
         workload(tenant_a, operator)
     stores = {store.partition(".")[0] for store, _ in captured.seen}
     assert stores >= {"sessions_app", "runs_app", "tasks_app", "approvals_app", "effects_app"}
+    rollups = {store for store, sql in captured.seen if "INSERT INTO" in sql and "quarter" in sql}
+    assert rollups == {"approvals_app.rollup", "runs_app.rollup"}
     assert len(captured.seen) >= 40
     unknown = [
         (store, table, " ".join(sql.split())[:300])

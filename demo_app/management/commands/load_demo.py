@@ -1,10 +1,12 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from approvals_app.tasks import refresh_rollup as refresh_approvals_rollup
 from demo_app.data import DEMO_TENANTS, demo_username, ensure_people
 from demo_app.history import load_history
 from demo_app.routing import load_routing
 from demo_app.scenarios import load_scenarios
+from runs_app.tasks import refresh_rollup as refresh_runs_rollup
 from sessions_app.tasks import index_items
 from stateroom.actor import Actor
 from tenancy_app.models import Tenant
@@ -34,8 +36,11 @@ class Command(BaseCommand):
                     f"{slug}: {made['sessions']} support sessions, "
                     f"{made['approvals']} pending approvals, {made['tasks']} migration tasks."
                 )
-        # What the indexer job would do within a second: the conversations searchable now.
+        # What the indexer job would do within a second: the conversations searchable now;
+        # and what beat's rollup jobs would within a minute: the week's quarters rolled up.
         index_items()
+        refresh_approvals_rollup()
+        refresh_runs_rollup()
 
 
 def _people(tenant: Tenant, *roles: str) -> list[Actor]:

@@ -260,3 +260,13 @@ def _counted(values) -> dict[str, int]:
 
 def day(d: int) -> date:
     return date(2026, 3, d)
+
+
+def roll_up(tenant, now: datetime = NOW) -> None:
+    """Both rollups refreshed at `now`, as beat's `refresh_rollup` jobs do."""
+    from approvals_app import rollup as approvals_rollup
+    from runs_app import rollup as runs_rollup
+
+    with in_tenant(tenant):
+        approvals_rollup.refresh(tenant.pk, now)
+        runs_rollup.refresh(tenant.pk, now)

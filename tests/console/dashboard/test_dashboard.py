@@ -23,6 +23,7 @@ from tests.console.dashboard.data import (
     day,
     decide,
     expected,
+    roll_up,
     t,
 )
 
@@ -34,16 +35,25 @@ def clock(monkeypatch):
     monkeypatch.setattr("console_app.views.dashboard.now", lambda: NOW)
 
 
-def figures_of(tenant, key: str, tz, now=NOW, with_erasures=True):
+@pytest.fixture(params=["rows", "rolled up"])
+def rolled(request):
+    """Each figure test twice: read from the rows alone, and with every quarter that can be
+    closed at NOW rolled up (the same numbers: stateroom.rollup)."""
+    return request.param == "rolled up"
+
+
+def figures_of(tenant, key: str, tz, now=NOW, with_erasures=True, rolled=False):
     win = window(key, tz, now)
+    if rolled:
+        roll_up(tenant, now)
     with in_tenant(tenant):
         return win, dashboard(tenant, win, now, with_erasures=with_erasures)
 
 
 @pytest.mark.parametrize(("key", "tz"), CASES)
-def test_every_figure_equals_the_raw_rows(tenant_a, key, tz):
+def test_every_figure_equals_the_raw_rows(rolled, tenant_a, key, tz):
     build_week(tenant_a)
-    win, got = figures_of(tenant_a, key, tz)
+    win, got = figures_of(tenant_a, key, tz, rolled=rolled)
     want = expected(tenant_a, win, NOW)
     approvals, runs, effects = got["approvals"], got["runs"], got["effects"]
     assert approvals["asked"] == want["asked"]
@@ -72,13 +82,13 @@ def test_every_figure_equals_the_raw_rows(tenant_a, key, tz):
     assert got["deletions"]["receipts"]["done"] == want["receipts_done"]
 
 
-def test_known_answers_of_the_week_in_paris_and_in_utc(tenant_a):
+def test_known_answers_of_the_week_in_paris_and_in_utc(rolled, tenant_a):
     build_week(tenant_a)
-    win, paris = figures_of(tenant_a, "7d", PARIS)
+    win, paris = figures_of(tenant_a, "7d", PARIS, rolled=rolled)
     assert win.keys == [day(d) for d in range(25, 32)]
     # 23:30 UTC on the 28th is the 29th in Paris; 22:30 UTC on the 29th is the 30th there.
     assert paris["approvals"]["asked"] == [0, 0, 0, 0, 3, 5, 3]
-    _, utc = figures_of(tenant_a, "7d", UTC)
+    _, utc = figures_of(tenant_a, "7d", UTC, rolled=rolled)
     assert utc["approvals"]["asked"] == [0, 0, 0, 1, 3, 5, 2]
     assert utc["approvals"]["expired"] == [0, 0, 0, 0, 1, 1, 0]  # one swept, one not yet
     assert utc["approvals"]["voided"] == [0, 0, 0, 0, 0, 1, 0]
@@ -108,7 +118,7 @@ def test_known_answers_of_the_week_in_paris_and_in_utc(tenant_a):
     assert utc["deletions"]["receipts"]["done"] == [0, 0, 0, 0, 0, 1, 0]
 
 
-def test_days_around_dst_changes_are_23_and_25_hours(tenant_a):
+def test_days_around_dst_changes_are_23_and_25_hours(rolled, tenant_a):
     spring = window("7d", PARIS, NOW)
     lengths = [b - a for a, b in zip(spring.starts, spring.starts[1:], strict=False)]
     assert lengths[4] == timedelta(hours=23)  # 29 March
@@ -118,13 +128,15 @@ def test_days_around_dst_changes_are_23_and_25_hours(tenant_a):
     # An event in the extra hour (02:30 CET, after 02:30 CEST) counts on its own day.
     with in_tenant(tenant_a):
         ask(tenant_a, "a-autumn", "refund", "low", datetime(2026, 10, 25, 1, 30, tzinfo=UTC))
-    _, figures = figures_of(tenant_a, "7d", PARIS, now=datetime(2026, 10, 27, 12, tzinfo=UTC))
+    _, figures = figures_of(
+        tenant_a, "7d", PARIS, now=datetime(2026, 10, 27, 12, tzinfo=UTC), rolled=rolled
+    )
     assert figures["approvals"]["asked"] == [0, 0, 0, 0, 1, 0, 0]
 
 
-def test_24_hours_cross_midnight_hour_by_hour(tenant_a):
+def test_24_hours_cross_midnight_hour_by_hour(rolled, tenant_a):
     build_week(tenant_a)
-    win, got = figures_of(tenant_a, "24h", UTC)
+    win, got = figures_of(tenant_a, "24h", UTC, rolled=rolled)
     assert win.keys[0] == t(30, 11) and win.keys[-1] == t(31, 10)
     midnight = win.keys.index(t(31, 0))
     assert got["approvals"]["asked"][midnight - 1] == 1  # a-refund-3 at 23:50
@@ -136,8 +148,8 @@ def test_24_hours_cross_midnight_hour_by_hour(tenant_a):
     assert paris_win.label(midnight) == "02:00"
 
 
-def test_an_empty_tenant_has_zeros_and_no_latency(tenant_a):
-    _, got = figures_of(tenant_a, "30d", PARIS)
+def test_an_empty_tenant_has_zeros_and_no_latency(rolled, tenant_a):
+    _, got = figures_of(tenant_a, "30d", PARIS, rolled=rolled)
     assert got["approvals"]["asked"] == [0] * 30
     assert got["approvals"]["latency"] == {}
     assert got["approvals"]["pending"] == 0 and got["approvals"]["oldest_age"] is None
@@ -146,11 +158,11 @@ def test_an_empty_tenant_has_zeros_and_no_latency(tenant_a):
     assert got["deletions"]["erasures"] == [0] * 30
 
 
-def test_one_data_point_is_a_dot_with_its_own_percentiles(tenant_a, support_a, clock):
+def test_one_data_point_is_a_dot_with_its_own_percentiles(rolled, tenant_a, support_a, clock):
     with in_tenant(tenant_a):
         ask(tenant_a, "a-1", "refund", "medium", t(30, 8))
         decide(tenant_a, "a-1", t(30, 8, 7))
-    _, got = figures_of(tenant_a, "7d", UTC)
+    _, got = figures_of(tenant_a, "7d", UTC, rolled=rolled)
     row = got["approvals"]["latency"]["medium"][5]
     assert (row["n"], row["p50"], row["p95"]) == (1, 420.0, 420.0)
     page = login(support_a).get("/t/acme/dashboard/?range=7d").content.decode()
@@ -264,18 +276,19 @@ def test_the_query_count_is_pinned(
 ):
     if with_data:
         build_week(tenant_a)
-    for user, own in ((support_a, 9), (admin_a, 10)):  # 10: the erasures' query
+        roll_up(tenant_a)  # rolled-up quarters and raw ones: the same statements
+    for user, own in ((support_a, 11), (admin_a, 12)):  # 12: the erasures' query
         client = login(user)
         with django_assert_num_queries(layout_queries(client, tenant_a) + own):
             assert client.get("/t/acme/dashboard/?range=30d").status_code == 200
 
 
-def test_a_half_hour_zone_groups_its_own_days(tenant_a):
+def test_a_half_hour_zone_groups_its_own_days(rolled, tenant_a):
     kolkata = ZoneInfo("Asia/Kolkata")  # UTC+05:30
     with in_tenant(tenant_a):
         ask(tenant_a, "a-1", "refund", "low", t(30, 18, 29))  # 23:59 in Kolkata
         ask(tenant_a, "a-2", "refund", "low", t(30, 18, 31))  # 00:01 on the 31st there
-    _, got = figures_of(tenant_a, "7d", kolkata)
+    _, got = figures_of(tenant_a, "7d", kolkata, rolled=rolled)
     assert got["approvals"]["asked"][-2:] == [1, 1]
 
 

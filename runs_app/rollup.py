@@ -1,0 +1,69 @@
+"""The runs' quarter-hour rollup: what the dashboard sums instead of scanning the runs.
+
+A run counts in the quarter it was created in, with its status, tokens, cost, agent and
+failure reason as they are now. All of those change until the run ends and never after
+(a terminal status is final: RUN_TRANSITIONS), so a quarter is **closed**, and rolled up
+into `RunQuarter` and `RunSessionQuarter`, once it is older than the commit lag
+(stateroom.rollup.COMMIT_LAG) and no run created in it is live. A quarter with a live
+run stays open (the dashboard reads its runs raw) until a refresh finds them all ended.
+
+Deleting a session's content clears its runs' errors, and so their failure reasons:
+`reopen` takes those runs' quarters back (runs_app.store.content), and the next refresh
+closes them with what is left. Beat runs `refresh_rollup` every minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from stateroom import rollup
+from stateroom.rollup import quarter_sql
+
+from .models import TERMINAL_RUN_STATUSES, Run, RunQuarter, RunRollup, RunSessionQuarter, RunStatus
+
+LIVE = [status for status in RunStatus.values if status not in TERMINAL_RUN_STATUSES]
+RUNS = Run._meta.db_table
+_IN_RANGES = (
+    f" FROM {RUNS} r JOIN unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) AS g(s, e)"
+    " ON r.created_at >= g.s AND r.created_at < g.e"
+    f" WHERE r.tenant_id = %(tenant)s AND {quarter_sql('r.created_at')} <> ALL(%(live)s)"
+)
+FAILED = RunStatus.FAILED.value
+
+ROLLUP = rollup.Rollup(
+    state=RunRollup._meta.db_table,
+    tables=(RunQuarter._meta.db_table, RunSessionQuarter._meta.db_table),
+    live=(
+        f"SELECT DISTINCT {quarter_sql('created_at')} FROM {RUNS}"
+        f" WHERE tenant_id = %(tenant)s AND status IN ({', '.join(repr(s) for s in LIVE)})"
+        " AND created_at < %(through)s"
+    ),
+    fill=(
+        f"INSERT INTO {RunQuarter._meta.db_table}"
+        " (tenant_id, quarter, status, agent, reason, n, tokens, cost)"
+        f" SELECT %(tenant)s, {quarter_sql('r.created_at')}, r.status, r.active_agent,"
+        f" CASE WHEN r.status = '{FAILED}' THEN COALESCE(r.error->>'code', '') ELSE '' END,"
+        " count(*), sum(r.token_used), sum(r.cost_used)" + _IN_RANGES + " GROUP BY 2, 3, 4, 5",
+        f"INSERT INTO {RunSessionQuarter._meta.db_table}"
+        " (tenant_id, quarter, session_id, n, tokens, cost)"
+        f" SELECT %(tenant)s, {quarter_sql('r.created_at')}, r.session_id,"
+        " count(*), sum(r.token_used), sum(r.cost_used)"
+        + _IN_RANGES
+        + " AND r.session_id IS NOT NULL GROUP BY 2, 3",
+    ),
+    first=f"SELECT min(created_at) FROM {RUNS} WHERE tenant_id = %(tenant)s",
+)
+
+
+def refresh(tenant_id: int, now: datetime) -> int:
+    """Close what can be closed at `now` (in the caller's tenant transaction)."""
+    return rollup.refresh(ROLLUP, tenant_id, now)
+
+
+def reopen(tenant_id: int, run_pks: Iterable[int]) -> None:
+    """These runs changed after their quarter closed: read their quarters raw again."""
+    created = Run.objects.filter(tenant_id=tenant_id, pk__in=list(run_pks)).values_list(
+        "created_at", flat=True
+    )
+    rollup.reopen(ROLLUP, tenant_id, {rollup.quarter_of(moment) for moment in created})

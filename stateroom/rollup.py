@@ -1,0 +1,225 @@
+"""Quarter-hour rollups: the arithmetic the dashboard's pre-aggregates share.
+
+A rollup row counts one tenant's rows of one quarter hour (UTC, starting at :00,
+:15, :30 or :45). Quarters, not hours: every time zone in use is a whole number
+of quarter hours from UTC (India +5:30, Nepal +5:45), so a calendar day of any
+zone, like a UTC hour, is a whole number of quarters, and a figure summed from
+quarters equals the one counted from the rows.
+
+Which quarters a rollup holds, and how it stays exact, is each owner's rule
+(approvals_app.rollup, runs_app.rollup): a quarter is *closed* once nothing in
+it can change any more, and only closed quarters are rolled up; the dashboard
+reads the others from the rows (console_app.selectors.dashboard).
+
+Waiting times go in a log histogram: 8 bins per doubling from 1/1024 s, each
+bin keeping its count and the sum of its values. A percentile is estimated as
+PostgreSQL's `percentile_cont` computes it (interpolating between the two order
+statistics around the rank), each order statistic taken as the mean of its
+bin: exact when a bin holds one value (or equal ones), and otherwise within
+the bin, 9% wide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection
+
+QUARTER = timedelta(minutes=15)
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # date_bin's origin (any :00 works)
+# A row written with a time before this long ago may still be committing: a refresh
+# closes quarters only up to `now - COMMIT_LAG`, and later quarters are read raw.
+COMMIT_LAG = timedelta(minutes=5)
+
+BINS_PER_DOUBLING = 8
+SMALLEST = 2.0**-10  # seconds: bin 0 holds everything shorter
+BIN_SQL = (
+    ("CASE WHEN {w} < {smallest} THEN 0 ELSE 1 + floor({per} * (ln({w}) / ln(2) + 10))::int END")
+    .replace("{smallest}", repr(SMALLEST))
+    .replace("{per}", str(BINS_PER_DOUBLING))
+)
+
+
+def quarter_of(moment: datetime) -> datetime:
+    """The start of the quarter hour holding `moment`, in UTC."""
+    return EPOCH + QUARTER * ((moment - EPOCH) // QUARTER)
+
+
+def ranges(starts: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
+    """Quarters as few [start, end) ranges as they allow (adjacent ones merged), in order."""
+    merged: list[list[datetime]] = []
+    for start in sorted(set(starts)):
+        if merged and merged[-1][1] == start:
+            merged[-1][1] = start + QUARTER
+        else:
+            merged.append([start, start + QUARTER])
+    return [(start, end) for start, end in merged]
+
+
+def bin_of(seconds: float) -> int:
+    """The histogram bin of a waiting time (what BIN_SQL computes in PostgreSQL)."""
+    if seconds < SMALLEST:
+        return 0
+    return 1 + math.floor(BINS_PER_DOUBLING * (math.log(seconds) / math.log(2) + 10))
+
+
+class Histogram:
+    """Counts and sums per bin; percentiles as `percentile_cont` would give them."""
+
+    def __init__(self) -> None:
+        self.bins: dict[int, list[float]] = {}
+
+    def add(self, bin_: int, n: int, total: float) -> None:
+        slot = self.bins.setdefault(bin_, [0, 0.0])
+        slot[0] += n
+        slot[1] += total
+
+    @property
+    def n(self) -> int:
+        return sum(int(count) for count, _ in self.bins.values())
+
+    def percentile(self, fraction: float) -> float | None:
+        """None for an empty histogram."""
+        n = self.n
+        if not n:
+            return None
+        rank = fraction * (n - 1)
+        low = self._order_statistic(math.floor(rank))
+        high = self._order_statistic(math.ceil(rank))
+        return low + (rank - math.floor(rank)) * (high - low)
+
+    def _order_statistic(self, index: int) -> float:
+        """The `index`-th smallest value (0-based), as the mean of its bin."""
+        seen = 0
+        for bin_ in sorted(self.bins):
+            count, total = self.bins[bin_]
+            seen += count
+            if index < seen:
+                return total / count
+        raise IndexError(index)
+
+
+def quarter_sql(column: str) -> str:
+    """The SQL of `column`'s quarter (`quarter_of` in PostgreSQL)."""
+    return f"date_bin('15 minutes', {column}, TIMESTAMPTZ '2000-01-01 00:00+00')"
+
+
+def wait_bin_sql(start: str, end: str) -> str:
+    """The SQL of the histogram bin of `end - start` (`bin_of` in PostgreSQL)."""
+    return BIN_SQL.replace("{w}", f"EXTRACT(EPOCH FROM {end} - {start})::float8")
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """One owner's quarter-hour rollup: its state table (a row per tenant: `closed_through`
+    and `open_quarters`), its rollup tables and the statements that fill them.
+
+    Every statement is run with `%(tenant)s`; `live` also gets `%(through)s` and returns the
+    quarters before it that are not closed yet; each of `fill` also gets `%(starts)s` and
+    `%(ends)s` (the ranges to close) and `%(live)s` (the quarters among them to leave open),
+    and inserts the closed quarters' rows; `first` returns the earliest time of any row.
+    """
+
+    state: str
+    tables: tuple[str, ...]
+    live: str
+    fill: tuple[str, ...]
+    first: str
+
+
+@dataclass(frozen=True)
+class State:
+    """What the rollup holds: the closed quarters are those before `closed_through` not in
+    `open_quarters`; None: nothing is rolled up (every row is read raw)."""
+
+    closed_through: datetime | None = None
+    open_quarters: tuple[datetime, ...] = ()
+
+
+def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
+    """Roll up every quarter that can be closed at `now`; how many were closed.
+
+    In the caller's tenant transaction. The state row is locked first: refreshes of one
+    tenant take turns, and the ranges each closes are the ones no other closed.
+    """
+    through = quarter_of(now - COMMIT_LAG)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {rollup.state} (tenant_id, closed_through, open_quarters)"
+            " VALUES (%s, NULL, '{}') ON CONFLICT (tenant_id) DO NOTHING",
+            [tenant_id],
+        )
+        cursor.execute(
+            f"SELECT closed_through, open_quarters FROM {rollup.state}"
+            " WHERE tenant_id = %s FOR UPDATE",
+            [tenant_id],
+        )
+        closed_through, open_quarters = cursor.fetchone()
+        if closed_through is None:  # the first refresh: from the first row on
+            cursor.execute(rollup.first, {"tenant": tenant_id})
+            first = cursor.fetchone()[0]
+            closed_through = min(quarter_of(first), through) if first else through
+        todo = ranges(open_quarters)
+        if through > closed_through:
+            todo.append((closed_through, through))
+        # Never back (a refresh with an older now): what is closed stays closed.
+        through = max(through, closed_through)
+        if not todo:
+            cursor.execute(
+                f"UPDATE {rollup.state} SET closed_through = %s WHERE tenant_id = %s",
+                [through, tenant_id],
+            )
+            return 0
+        cursor.execute(rollup.live, {"tenant": tenant_id, "through": through})
+        live = sorted(row[0] for row in cursor.fetchall())
+        params = {
+            "tenant": tenant_id,
+            "starts": [start for start, _ in todo],
+            "ends": [end for _, end in todo],
+            "live": live,
+        }
+        for table in rollup.tables:  # none expected: a closed quarter is never filled twice
+            cursor.execute(
+                f"DELETE FROM {table} t USING unnest(%(starts)s::timestamptz[],"
+                " %(ends)s::timestamptz[]) AS r(s, e) WHERE t.tenant_id = %(tenant)s"
+                " AND t.quarter >= r.s AND t.quarter < r.e",
+                params,
+            )
+        for statement in rollup.fill:
+            cursor.execute(statement, params)
+        cursor.execute(
+            f"UPDATE {rollup.state} SET closed_through = %s, open_quarters = %s"
+            " WHERE tenant_id = %s",
+            [through, live, tenant_id],
+        )
+    return sum((end - start) // QUARTER for start, end in todo) - len(live)
+
+
+def reopen(rollup: Rollup, tenant_id: int, quarters: Iterable[datetime]) -> None:
+    """Quarters whose rows changed after they were closed (content deleted): they are read
+    raw again and the next refresh closes them anew. In the caller's transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT closed_through, open_quarters FROM {rollup.state}"
+            " WHERE tenant_id = %s FOR UPDATE",
+            [tenant_id],
+        )
+        row = cursor.fetchone()
+        if row is None or row[0] is None:
+            return
+        closed_through, open_quarters = row
+        again = sorted({q for q in quarters if q < closed_through} - set(open_quarters))
+        if not again:
+            return
+        for table in rollup.tables:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE tenant_id = %s AND quarter = ANY(%s)",
+                [tenant_id, again],
+            )
+        cursor.execute(
+            f"UPDATE {rollup.state} SET open_quarters = %s WHERE tenant_id = %s",
+            [sorted([*open_quarters, *again]), tenant_id],
+        )
