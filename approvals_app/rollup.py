@@ -64,14 +64,14 @@ ROLLUP = rollup.Rollup(
                 _kind("voided", "voided_at", ApprovalStatus.VOIDED.value),
             ]
         )
-        + ") AS counted GROUP BY q, kind",
+        + ") AS counted GROUP BY q, kind ORDER BY q, kind",
         f"INSERT INTO {ApprovalWaitQuarter._meta.db_table}"
         " (tenant_id, quarter, risk, tool_name, bin, n, total)"
         f" SELECT %(tenant)s, {quarter_sql('a.decided_at')}, a.risk, a.tool_name,"
         f" {wait_bin_sql('a.created_at', 'a.decided_at')}, count(*),"
         " sum(EXTRACT(EPOCH FROM a.decided_at - a.created_at)::float8)"
         + _in_ranges("decided_at")
-        + " AND a.decision <> '' GROUP BY 2, 3, 4, 5",
+        + " AND a.decision <> '' GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
     ),
     first=f"SELECT min(created_at) FROM {APPROVALS} WHERE tenant_id = %(tenant)s",
 )

@@ -109,6 +109,9 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
             f" {row.get('queries')} queries{' ERROR ' + row['error'] if 'error' in row else ''}"
         )
         results.append(row)
+    from .busy import measure as busy_dashboard
+
+    results += busy_dashboard(client, scale, log, _measure, Page)
     newest, deepest = results[2], results[3]
     keyset = {
         "newest_p50_ms": newest.get("p50_ms"),

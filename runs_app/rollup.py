@@ -44,13 +44,15 @@ ROLLUP = rollup.Rollup(
         " (tenant_id, quarter, status, agent, reason, n, tokens, cost)"
         f" SELECT %(tenant)s, {quarter_sql('r.created_at')}, r.status, r.active_agent,"
         f" CASE WHEN r.status = '{FAILED}' THEN COALESCE(r.error->>'code', '') ELSE '' END,"
-        " count(*), sum(r.token_used), sum(r.cost_used)" + _IN_RANGES + " GROUP BY 2, 3, 4, 5",
+        " count(*), sum(r.token_used), sum(r.cost_used)"
+        + _IN_RANGES
+        + " GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
         f"INSERT INTO {RunSessionQuarter._meta.db_table}"
         " (tenant_id, quarter, session_id, n, tokens, cost)"
         f" SELECT %(tenant)s, {quarter_sql('r.created_at')}, r.session_id,"
         " count(*), sum(r.token_used), sum(r.cost_used)"
         + _IN_RANGES
-        + " AND r.session_id IS NOT NULL GROUP BY 2, 3",
+        + " AND r.session_id IS NOT NULL GROUP BY 2, 3 ORDER BY 2, 3",
     ),
     first=f"SELECT min(created_at) FROM {RUNS} WHERE tenant_id = %(tenant)s",
 )

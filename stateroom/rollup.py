@@ -120,7 +120,9 @@ class Rollup:
     Every statement is run with `%(tenant)s`; `live` also gets `%(through)s` and returns the
     quarters before it that are not closed yet; each of `fill` also gets `%(starts)s` and
     `%(ends)s` (the ranges to close) and `%(live)s` (the quarters among them to leave open),
-    and inserts the closed quarters' rows; `first` returns the earliest time of any row.
+    and inserts the closed quarters' rows, in the order of the table's primary key (so a
+    window's rows sit together on disk, and its read is one short range, not one page per
+    row); `first` returns the earliest time of any row.
     """
 
     state: str

@@ -29,6 +29,9 @@ def approvals(cur, t, tenant_pk, scale: Scale, now, where: str = ALL) -> None:
             "reason": "'The agent wants to act on a customer account'",
             "status": """CASE WHEN g < %(P)s THEN 'pending'
                          WHEN g %% 2 = 0 THEN 'approved' ELSE 'rejected' END""",
+            # what the person decided (the dashboard's waits count decisions, not statuses)
+            "decision": """CASE WHEN g < %(P)s THEN ''
+                           WHEN g %% 2 = 0 THEN 'approve' ELSE 'reject' END""",
             "expires_at": """CASE WHEN g %% 5 = 0 THEN NULL
                              ELSE %(now)s + make_interval(hours => 1 + g %% 72) END""",
             "created_at": "r.created_at + interval '1 minute'",
