@@ -70,36 +70,40 @@ class Histogram:
     """Counts and sums per bin; percentiles as `percentile_cont` would give them."""
 
     def __init__(self) -> None:
-        self.bins: dict[int, list[float]] = {}
+        self.bins: dict[int, list] = {}
+        self.n = 0
 
     def add(self, bin_: int, n: int, total: float) -> None:
-        slot = self.bins.setdefault(bin_, [0, 0.0])
-        slot[0] += n
-        slot[1] += total
-
-    @property
-    def n(self) -> int:
-        return sum(int(count) for count, _ in self.bins.values())
+        slot = self.bins.get(bin_)
+        if slot is None:
+            self.bins[bin_] = [n, total]
+        else:
+            slot[0] += n
+            slot[1] += total
+        self.n += n
 
     def percentile(self, fraction: float) -> float | None:
         """None for an empty histogram."""
-        n = self.n
-        if not n:
-            return None
-        rank = fraction * (n - 1)
-        low = self._order_statistic(math.floor(rank))
-        high = self._order_statistic(math.ceil(rank))
-        return low + (rank - math.floor(rank)) * (high - low)
+        return self.percentiles(fraction)[0]
 
-    def _order_statistic(self, index: int) -> float:
-        """The `index`-th smallest value (0-based), as the mean of its bin."""
+    def percentiles(self, *fractions: float) -> list[float | None]:
+        """Several percentiles in one walk of the bins."""
+        if not self.n:
+            return [None] * len(fractions)
+        ranks = [fraction * (self.n - 1) for fraction in fractions]
+        wanted = sorted({i for rank in ranks for i in (math.floor(rank), math.ceil(rank))})
+        values: dict[int, float] = {}
         seen = 0
         for bin_ in sorted(self.bins):
             count, total = self.bins[bin_]
             seen += count
-            if index < seen:
-                return total / count
-        raise IndexError(index)
+            while wanted and wanted[0] < seen:  # the order statistic is this bin's mean
+                values[wanted.pop(0)] = total / count
+        out: list[float | None] = []
+        for rank in ranks:
+            low, high = values[math.floor(rank)], values[math.ceil(rank)]
+            out.append(low + (rank - math.floor(rank)) * (high - low))
+        return out
 
 
 def quarter_sql(column: str) -> str:
