@@ -389,6 +389,11 @@ def runs(tenant: Tenant, win: Window, state: State) -> dict[str, Any]:
         sets=[["b", "s"], ["s", "reason"], ["agent"]],
         tuples=True,
     )
+    return {**_runs_figures(win, rows), "sessions": _top_sessions(tenant, win, started)}
+
+
+def _runs_figures(win: Window, rows) -> dict[str, Any]:
+    """The runs' figures from the rows of `runs`' grouping sets."""
     statuses: dict[str, dict[Any, int]] = defaultdict(dict)
     tokens: dict[Any, int] = defaultdict(int)
     cost: dict[Any, Decimal] = defaultdict(Decimal)
@@ -414,7 +419,6 @@ def runs(tenant: Tenant, win: Window, state: State) -> dict[str, Any]:
         "tokens": [tokens.get(key, 0) for key in win.keys],
         "cost": [cost.get(key, Decimal(0)) for key in win.keys],
         "reasons": reasons[:TOP],
-        "sessions": _top_sessions(tenant, win, started),
         "agents": agents[:TOP],
     }
 
