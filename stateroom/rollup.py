@@ -106,6 +106,36 @@ class Histogram:
         return out
 
 
+FRACTIONS = (0.5, 0.95)
+
+
+def percentiles_sql(binned: str, groups: list[str]) -> str:
+    """Per group of `binned` (a statement of rows: *groups, bin, n, total), its size and the
+    means of the bins holding the two order statistics around each of FRACTIONS' ranks:
+    `Histogram.percentiles`' arithmetic in PostgreSQL, so a page reads one row a group."""
+    keys = ", ".join(groups)
+    stats = []
+    for fraction in FRACTIONS:
+        for name, rounding in (("lo", "floor"), ("hi", "ceil")):
+            rank = f"{rounding}({fraction} * (size - 1))"
+            stats.append(
+                f"min(total / n) FILTER (WHERE below <= {rank} AND {rank} < below + n)"
+                f" AS p{round(fraction * 100)}_{name}"
+            )
+    return (
+        f"SELECT {keys}, max(size)::bigint AS n, {', '.join(stats)} FROM ("
+        f" SELECT {keys}, n, total, sum(n) OVER (PARTITION BY {keys} ORDER BY bin) - n AS below,"
+        f" sum(n) OVER (PARTITION BY {keys}) AS size FROM ({binned}) AS binned"
+        f") AS cumulative GROUP BY {keys}"
+    )
+
+
+def interpolated(n: int, fraction: float, low: float, high: float) -> float:
+    """`percentile_cont` between the order statistics around the rank (`percentiles_sql`)."""
+    rank = fraction * (n - 1)
+    return low + (rank - math.floor(rank)) * (high - low)
+
+
 def quarter_sql(column: str) -> str:
     """The SQL of `column`'s quarter (`quarter_of` in PostgreSQL)."""
     return f"date_bin('15 minutes', {column}, TIMESTAMPTZ '2000-01-01 00:00+00')"

@@ -57,7 +57,7 @@ from approvals_app.store.base import has_status
 from effects_app.models import EffectStatus, ExternalEffect
 from lifecycle_app.models import Deletion, DeletionStatus, Erasure
 from runs_app.models import Run, RunQuarter, RunRollup, RunSessionQuarter, RunStatus
-from stateroom.rollup import Histogram, State, ranges, wait_bin_sql
+from stateroom.rollup import State, interpolated, percentiles_sql, ranges, wait_bin_sql
 from tenancy_app.models import Tenant
 
 RANGES = {"24h": ("hour", 24), "7d": ("day", 7), "30d": ("day", 30)}
@@ -189,12 +189,13 @@ def _summed(
     win: Window | None = None,
     sets: list[list[str]] | None = None,
     tuples: bool = False,
+    outer=None,
 ) -> list:
     """The rows of `parts` (querysets of `values(*keys).annotate(*sums)`, in that order: the
     rows' own and the rollup's), summed per key in one statement; per each of `sets` (keys
     the others leave NULL) when given; with `top` (an ORDER BY), the first TOP rows (of each
-    `per`). With `win`, "b" (a bucket's number, `Window.index`) comes back as its key. Dicts,
-    or tuples (keys, then sums) for many rows."""
+    `per`); `outer(sql)`, a statement over those sums. With `win`, "b" (a bucket's number,
+    `Window.index`) comes back as its key. Dicts, or tuples (keys, then sums) for many rows."""
     compiled = [qs.query.sql_with_params() for qs in parts]
     sums_sql = ", ".join(f"sum({name})::{_SUMS[name]} AS {name}" for name in sums)
     group = ", ".join(keys)
@@ -205,6 +206,8 @@ def _summed(
         + " UNION ALL ".join(f"({part})" for part, _ in compiled)
         + f") AS parts GROUP BY {group}"
     )
+    if outer:
+        sql = outer(sql)
     if top:
         partition = f"PARTITION BY {per} " if per else ""
         sql = (
@@ -222,17 +225,12 @@ def _summed(
     return rows if tuples else [dict(zip(names, row, strict=True)) for row in rows]
 
 
-def _histograms(rows, *at: int) -> dict[tuple, Histogram]:
-    """Histograms of tuple rows (…, bin, n, total) per the values at positions `at`."""
-    found: dict[tuple, Histogram] = defaultdict(Histogram)
-    for row in rows:
-        found[tuple(row[i] for i in at)].add(row[-3], row[-2], row[-1])
-    return found
-
-
-def _latency(histogram: Histogram) -> dict:
-    p50, p95 = histogram.percentiles(0.5, 0.95)
-    return {"n": histogram.n, "p50": p50, "p95": p95}
+def _latency(n: int, p50_lo, p50_hi, p95_lo, p95_hi) -> dict:
+    return {
+        "n": n,
+        "p50": interpolated(n, 0.5, p50_lo, p50_hi),
+        "p95": interpolated(n, 0.95, p95_lo, p95_hi),
+    }
 
 
 def approvals(tenant: Tenant, win: Window, now: datetime, state: State) -> dict[str, Any]:
@@ -280,8 +278,8 @@ def approvals(tenant: Tenant, win: Window, now: datetime, state: State) -> dict[
 
 
 def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]:
-    """How long the approvals a person decided waited: histograms per bucket and risk, and
-    {n, p50, p95} of the first tool and risk pairs by count."""
+    """How long the approvals a person decided waited, {n, p50, p95}: per bucket and risk,
+    and of the first tool and risk pairs by count (log histograms: stateroom.rollup)."""
     # Decided by a person (approve, edit, reject, respond), whatever came after (a void).
     decided = rows.filter(win.within("decided_at"), unclosed(state, "decided_at")).exclude(
         decision=""
@@ -307,12 +305,14 @@ def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]
         win=win,
         sets=[["b", "risk", "bin"], ["tool_name", "risk", "bin"]],
         tuples=True,
+        outer=lambda binned: percentiles_sql(binned, ["b", "tool_name", "risk"]),
     )
-    # (b, tool_name, risk, bin, n, total): the first set leaves the tool NULL, the second b
-    by_risk = _histograms((row for row in rows if row[1] is None), 0, 2)
+    # (b, tool_name, risk, n, the order statistics): one set leaves the tool NULL, one b
+    by_risk = {(b, risk): _latency(*stats) for b, tool, risk, *stats in rows if tool is None}
     by_tool = [
-        {"tool_name": tool, "risk": risk, **_latency(histogram)}
-        for (tool, risk), histogram in _histograms((r for r in rows if r[0] is None), 1, 2).items()
+        {"tool_name": tool, "risk": risk, **_latency(*stats)}
+        for b, tool, risk, *stats in rows
+        if b is None
     ]
     by_tool.sort(key=lambda row: (-row["n"], row["tool_name"], row["risk"]))
     return by_risk, by_tool[: TOP * 2]
@@ -324,9 +324,9 @@ def _approval_figures(win, now, counts, by_risk, by_tool, backlog) -> dict:
         per_kind[row["kind"]].append(row)
     decided_per_bucket: dict[Any, int] = defaultdict(int)
     latency: dict[str, dict[Any, dict]] = defaultdict(dict)
-    for (bucket, risk), histogram in by_risk.items():
-        decided_per_bucket[bucket] += histogram.n
-        latency[risk][bucket] = _latency(histogram)
+    for (bucket, risk), figures in by_risk.items():
+        decided_per_bucket[bucket] += figures["n"]
+        latency[risk][bucket] = figures
     backlog = {row["risk"]: row for row in backlog}
     oldest = min((row["oldest"] for row in backlog.values()), default=None)
     return {
