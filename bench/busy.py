@@ -155,6 +155,7 @@ def measure(client, scale: Scale, log, measure_page, page_type) -> list[dict]:
         log(
             f"  {name}: p50 {row.get('p50_ms')} ms, p95 {row.get('p95_ms')} ms,"
             f" {row.get('queries')} queries {row.get('error', '')}"
+            + (f" (varying: {row['queries_varying']})" if "queries_varying" in row else "")
         )
         rows.append(row)
     return rows

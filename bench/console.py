@@ -107,6 +107,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
             f"  {page.name}: p50 {row.get('p50_ms')} ms (SQL {row.get('db_p50_ms')} ms),"
             f" p95 {row.get('p95_ms')} ms,"
             f" {row.get('queries')} queries{' ERROR ' + row['error'] if 'error' in row else ''}"
+            + (f" (varying: {row['queries_varying']})" if "queries_varying" in row else "")
         )
         results.append(row)
     from .busy import measure as busy_dashboard
@@ -132,6 +133,7 @@ def _measure(client, page, row: dict, scale: Scale) -> None:
     """Time `page` (after a warm-up) into `row`: latencies, SQL time and queries, bytes,
     whether it met the target; an error instead when it does not answer as expected."""
     import time
+    from collections import Counter
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -145,6 +147,7 @@ def _measure(client, page, row: dict, scale: Scale) -> None:
             raise RuntimeError(f"page does not show {page.expect!r}")
         sample = Sample()
         counts: list[int] = []
+        shapes: list[list[str]] = []  # each request's statements, by their first words
         db_times: list[float] = []
         started = time.perf_counter()
         for _ in range(scale.page_iterations):
@@ -152,7 +155,9 @@ def _measure(client, page, row: dict, scale: Scale) -> None:
                 t0 = time.perf_counter()
                 response = client.get(page.path)
                 sample.durations.append(time.perf_counter() - t0)
-            counts.append(sum(1 for q in ctx.captured_queries if not _idle_clock(q["sql"])))
+            counted = [q["sql"] for q in ctx.captured_queries if not _idle_clock(q["sql"])]
+            counts.append(len(counted))
+            shapes.append([" ".join(sql.split()[:3]) for sql in counted])
             db_times.append(sum(float(q["time"]) for q in ctx.captured_queries))
             if response.status_code != 200:
                 raise RuntimeError(f"answered {response.status_code} while timing")
@@ -161,6 +166,10 @@ def _measure(client, page, row: dict, scale: Scale) -> None:
         row["db_p50_ms"] = round(Sample(db_times).p50_ms, 2)
         row["queries"] = counts[0]
         row["queries_constant"] = len(set(counts)) == 1
+        if not row["queries_constant"]:  # what the odd request sent beside the first one's
+            odd = next(shape for shape in shapes if len(shape) != counts[0])
+            more, fewer = Counter(odd) - Counter(shapes[0]), Counter(shapes[0]) - Counter(odd)
+            row["queries_varying"] = {"more": dict(more), "fewer": dict(fewer)}
         row["bytes"] = len(response.content)
         row["met"] = sample.p95_ms < P95_TARGET_MS and row["queries_constant"]
         row["sql"] = [
