@@ -155,7 +155,7 @@ def _measure(client, page, row: dict, scale: Scale) -> None:
                 t0 = time.perf_counter()
                 response = client.get(page.path)
                 sample.durations.append(time.perf_counter() - t0)
-            counted = [q["sql"] for q in ctx.captured_queries if not _idle_clock(q["sql"])]
+            counted = _page_queries([q["sql"] for q in ctx.captured_queries])
             counts.append(len(counted))
             shapes.append([" ".join(sql.split()[:3]) for sql in counted])
             db_times.append(sum(float(q["time"]) for q in ctx.captured_queries))
@@ -179,6 +179,18 @@ def _measure(client, page, row: dict, scale: Scale) -> None:
     except Exception as exc:
         row["error"] = f"{type(exc).__name__}: {exc}"[:500]
         row["met"] = False
+
+
+def _page_queries(sqls: list[str]) -> list[str]:
+    """The request's statements less the idle clock's write and the transaction it is in."""
+    skip: set[int] = set()
+    for i, sql in enumerate(sqls):
+        if _idle_clock(sql):
+            skip.add(i)
+            before, after = sqls[i - 1 : i], sqls[i + 1 : i + 2]
+            if before and after and before[0].startswith("BEGIN") and after[0] == "COMMIT":
+                skip |= {i - 1, i + 1}
+    return [sql for i, sql in enumerate(sqls) if i not in skip]
 
 
 def _idle_clock(sql: str) -> bool:

@@ -64,6 +64,7 @@ RANGES = {"24h": ("hour", 24), "7d": ("day", 7), "30d": ("day", 30)}
 DEFAULT_RANGE = "7d"
 TOP = 10  # rows of the "top" tables: tools, failure reasons, sessions, agents
 RISKS = ["low", "medium", "high", "critical"]
+DASHBOARD_WORK_MEM = "64MB"  # per sort or hash, for this page's statements only
 
 
 @dataclass(frozen=True)
@@ -521,9 +522,14 @@ def dashboard(tenant: Tenant, win: Window, now: datetime, *, with_erasures: bool
     """Every figure of the dashboard (9 statements; 10 with the erasures), in the caller's
     transaction."""
     with connection.cursor() as cursor:
-        # Small statements a page view sends one after another: a parallel plan's workers
-        # take longer to start (5-8 ms measured at the bench's 1 M scale) than they save.
-        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        # For this transaction: no parallel plans (their workers take longer to start, 5-8 ms
+        # measured at the bench's 1 M scale, than these statements run), and room to hash
+        # the grouping sets of a busy month in memory rather than sort them on disk.
+        cursor.execute(
+            "SELECT set_config('max_parallel_workers_per_gather', '0', true),"
+            " set_config('work_mem', %s, true)",
+            [DASHBOARD_WORK_MEM],
+        )
     held = rollups(tenant)
     return {
         "approvals": approvals(tenant, win, now, held.approvals),

@@ -28,3 +28,13 @@ def test_only_the_idle_clocks_write_is_left_out_of_a_pages_count(admin_a, tenant
     extra = [q["sql"].split()[0] for q in due.captured_queries[len(quiet.captured_queries) :]]
     assert len(due.captured_queries) == len(quiet.captured_queries) + 3
     assert sorted(extra) == ["RELEASE", "SAVEPOINT", "UPDATE"]
+
+
+def test_the_idle_clocks_own_transaction_is_left_out_too():
+    from bench.console import _page_queries
+
+    update = 'UPDATE "django_session" SET "session_data" = %s'
+    page = ['SELECT "approvals"', "BEGIN", update, "COMMIT", 'SELECT "runs"']
+    assert _page_queries(page) == ['SELECT "approvals"', 'SELECT "runs"']
+    # a BEGIN/COMMIT of the page's own stays
+    assert _page_queries(["BEGIN", 'SELECT "x"', "COMMIT"]) == ["BEGIN", 'SELECT "x"', "COMMIT"]
