@@ -64,7 +64,7 @@ RANGES = {"24h": ("hour", 24), "7d": ("day", 7), "30d": ("day", 30)}
 DEFAULT_RANGE = "7d"
 TOP = 10  # rows of the "top" tables: tools, failure reasons, sessions, agents
 RISKS = ["low", "medium", "high", "critical"]
-DASHBOARD_WORK_MEM = "64MB"  # per sort or hash, for this page's statements only
+DASHBOARD_WORK_MEM = "32MB"  # per sort or hash, for this page's statements only
 
 
 @dataclass(frozen=True)
