@@ -3,7 +3,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 
-from tenancy_app.models import TenantOwned, rollup_tenant
+from tenancy_app.models import RollupState, TenantOwned, rollup_tenant
 
 
 class ApprovalStatus(models.TextChoices):
@@ -301,14 +301,8 @@ class RoutingRule(TenantOwned):
         return self.name
 
 
-class ApprovalRollup(TenantOwned):
+class ApprovalRollup(RollupState):
     """How far a tenant's approvals are rolled up (approvals_app.rollup, stateroom.rollup)."""
-
-    tenant = models.OneToOneField(
-        "tenancy_app.Tenant", primary_key=True, on_delete=models.PROTECT, related_name="+"
-    )
-    closed_through = models.DateTimeField(null=True)
-    open_quarters = ArrayField(models.DateTimeField(), default=list)
 
 
 class ApprovalQuarter(TenantOwned):
@@ -324,7 +318,7 @@ class ApprovalQuarter(TenantOwned):
 
 class ApprovalWaitQuarter(TenantOwned):
     """The approvals a person decided in one closed quarter hour, per tool and risk: how
-    long each waited, as a histogram (stateroom.rollup.Histogram: count and sum per bin)."""
+    long each waited, as a log histogram (stateroom.rollup: count and sum per bin)."""
 
     pk = models.CompositePrimaryKey("tenant", "quarter", "risk", "tool_name", "bin")
     tenant = rollup_tenant()

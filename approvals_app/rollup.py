@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from stateroom import rollup
-from stateroom.rollup import quarter_sql, wait_bin_sql
+from stateroom.rollup import in_ranges, quarter_sql, wait_bin_sql
 
 from .models import (
     ApprovalQuarter,
@@ -32,18 +32,12 @@ APPROVALS = ApprovalRequest._meta.db_table
 PENDING = ApprovalStatus.PENDING.value
 
 
-def _in_ranges(column: str) -> str:
-    return (
-        f" FROM {APPROVALS} a JOIN unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[])"
-        f" AS g(s, e) ON a.{column} >= g.s AND a.{column} < g.e"
-        f" WHERE a.tenant_id = %(tenant)s AND {quarter_sql('a.' + column)} <> ALL(%(live)s)"
-    )
-
-
 def _kind(kind: str, column: str, status: str | None = None) -> str:
-    where = f" AND a.status = '{status}'" if status else ""
+    where = f" AND t.status = '{status}'" if status else ""
     return (
-        f"SELECT {quarter_sql('a.' + column)} AS q, '{kind}' AS kind" + _in_ranges(column) + where
+        f"SELECT {quarter_sql('t.' + column)} AS q, '{kind}' AS kind"
+        + in_ranges(APPROVALS, column)
+        + where
     )
 
 
@@ -67,11 +61,11 @@ ROLLUP = rollup.Rollup(
         + ") AS counted GROUP BY q, kind ORDER BY q, kind",
         f"INSERT INTO {ApprovalWaitQuarter._meta.db_table}"
         " (tenant_id, quarter, risk, tool_name, bin, n, total)"
-        f" SELECT %(tenant)s, {quarter_sql('a.decided_at')}, a.risk, a.tool_name,"
-        f" {wait_bin_sql('a.created_at', 'a.decided_at')}, count(*),"
-        " sum(EXTRACT(EPOCH FROM a.decided_at - a.created_at)::float8)"
-        + _in_ranges("decided_at")
-        + " AND a.decision <> '' GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
+        f" SELECT %(tenant)s, {quarter_sql('t.decided_at')}, t.risk, t.tool_name,"
+        f" {wait_bin_sql('t.created_at', 't.decided_at')}, count(*),"
+        " sum(EXTRACT(EPOCH FROM t.decided_at - t.created_at)::float8)"
+        + in_ranges(APPROVALS, "decided_at")
+        + " AND t.decision <> '' GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
     ),
     first=f"SELECT min(created_at) FROM {APPROVALS} WHERE tenant_id = %(tenant)s",
 )

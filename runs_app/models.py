@@ -1,10 +1,9 @@
 from datetime import datetime, timedelta
 
-from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils.functional import cached_property
 
-from tenancy_app.models import TenantOwned, hot_row_tenant, rollup_tenant
+from tenancy_app.models import RollupState, TenantOwned, hot_row_tenant, rollup_tenant
 
 
 class RunStatus(models.TextChoices):
@@ -240,14 +239,8 @@ class NodeExecution(TenantOwned):
         return f"{self.run_id}:{self.node_id}#{self.attempt}"
 
 
-class RunRollup(TenantOwned):
+class RunRollup(RollupState):
     """How far a tenant's runs are rolled up (runs_app.rollup, stateroom.rollup.State)."""
-
-    tenant = models.OneToOneField(
-        "tenancy_app.Tenant", primary_key=True, on_delete=models.PROTECT, related_name="+"
-    )
-    closed_through = models.DateTimeField(null=True)
-    open_quarters = ArrayField(models.DateTimeField(), default=list)
 
 
 class RunQuarter(TenantOwned):

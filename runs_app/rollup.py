@@ -18,17 +18,13 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from stateroom import rollup
-from stateroom.rollup import quarter_sql
+from stateroom.rollup import in_ranges, quarter_sql
 
 from .models import TERMINAL_RUN_STATUSES, Run, RunQuarter, RunRollup, RunSessionQuarter, RunStatus
 
 LIVE = [status for status in RunStatus.values if status not in TERMINAL_RUN_STATUSES]
 RUNS = Run._meta.db_table
-_IN_RANGES = (
-    f" FROM {RUNS} r JOIN unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) AS g(s, e)"
-    " ON r.created_at >= g.s AND r.created_at < g.e"
-    f" WHERE r.tenant_id = %(tenant)s AND {quarter_sql('r.created_at')} <> ALL(%(live)s)"
-)
+_IN_RANGES = in_ranges(RUNS, "created_at")
 FAILED = RunStatus.FAILED.value
 
 ROLLUP = rollup.Rollup(
@@ -42,17 +38,17 @@ ROLLUP = rollup.Rollup(
     fill=(
         f"INSERT INTO {RunQuarter._meta.db_table}"
         " (tenant_id, quarter, status, agent, reason, n, tokens, cost)"
-        f" SELECT %(tenant)s, {quarter_sql('r.created_at')}, r.status, r.active_agent,"
-        f" CASE WHEN r.status = '{FAILED}' THEN COALESCE(r.error->>'code', '') ELSE '' END,"
-        " count(*), sum(r.token_used), sum(r.cost_used)"
+        f" SELECT %(tenant)s, {quarter_sql('t.created_at')}, t.status, t.active_agent,"
+        f" CASE WHEN t.status = '{FAILED}' THEN COALESCE(t.error->>'code', '') ELSE '' END,"
+        " count(*), sum(t.token_used), sum(t.cost_used)"
         + _IN_RANGES
         + " GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
         f"INSERT INTO {RunSessionQuarter._meta.db_table}"
         " (tenant_id, quarter, session_id, n, tokens, cost)"
-        f" SELECT %(tenant)s, {quarter_sql('r.created_at')}, r.session_id,"
-        " count(*), sum(r.token_used), sum(r.cost_used)"
+        f" SELECT %(tenant)s, {quarter_sql('t.created_at')}, t.session_id,"
+        " count(*), sum(t.token_used), sum(t.cost_used)"
         + _IN_RANGES
-        + " AND r.session_id IS NOT NULL GROUP BY 2, 3 ORDER BY 2, 3",
+        + " AND t.session_id IS NOT NULL GROUP BY 2, 3 ORDER BY 2, 3",
     ),
     first=f"SELECT min(created_at) FROM {RUNS} WHERE tenant_id = %(tenant)s",
 )

@@ -59,60 +59,13 @@ def ranges(starts: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
     return [(start, end) for start, end in merged]
 
 
-def bin_of(seconds: float) -> int:
-    """The histogram bin of a waiting time (what BIN_SQL computes in PostgreSQL)."""
-    if seconds < SMALLEST:
-        return 0
-    return 1 + math.floor(BINS_PER_DOUBLING * (math.log(seconds) / math.log(2) + 10))
-
-
-class Histogram:
-    """Counts and sums per bin; percentiles as `percentile_cont` would give them."""
-
-    def __init__(self) -> None:
-        self.bins: dict[int, list] = {}
-        self.n = 0
-
-    def add(self, bin_: int, n: int, total: float) -> None:
-        slot = self.bins.get(bin_)
-        if slot is None:
-            self.bins[bin_] = [n, total]
-        else:
-            slot[0] += n
-            slot[1] += total
-        self.n += n
-
-    def percentile(self, fraction: float) -> float | None:
-        """None for an empty histogram."""
-        return self.percentiles(fraction)[0]
-
-    def percentiles(self, *fractions: float) -> list[float | None]:
-        """Several percentiles in one walk of the bins."""
-        if not self.n:
-            return [None] * len(fractions)
-        ranks = [fraction * (self.n - 1) for fraction in fractions]
-        wanted = sorted({i for rank in ranks for i in (math.floor(rank), math.ceil(rank))})
-        values: dict[int, float] = {}
-        seen = 0
-        for bin_ in sorted(self.bins):
-            count, total = self.bins[bin_]
-            seen += count
-            while wanted and wanted[0] < seen:  # the order statistic is this bin's mean
-                values[wanted.pop(0)] = total / count
-        out: list[float | None] = []
-        for rank in ranks:
-            low, high = values[math.floor(rank)], values[math.ceil(rank)]
-            out.append(low + (rank - math.floor(rank)) * (high - low))
-        return out
-
-
 FRACTIONS = (0.5, 0.95)
 
 
 def percentiles_sql(binned: str, groups: list[str]) -> str:
     """Per group of `binned` (a statement of rows: *groups, bin, n, total), its size and the
-    means of the bins holding the two order statistics around each of FRACTIONS' ranks:
-    `Histogram.percentiles`' arithmetic in PostgreSQL, so a page reads one row a group."""
+    means of the bins holding the two order statistics around each of FRACTIONS' ranks
+    (`interpolated` goes between them), so a page reads one row a group, not one a bin."""
     keys = ", ".join(groups)
     stats = []
     for fraction in FRACTIONS:
@@ -141,8 +94,19 @@ def quarter_sql(column: str) -> str:
     return f"date_bin('15 minutes', {column}, TIMESTAMPTZ '2000-01-01 00:00+00')"
 
 
+def in_ranges(table: str, column: str) -> str:
+    """`FROM table t … WHERE`: the tenant's rows whose `column` falls in the ranges to close
+    (`%(starts)s`, `%(ends)s`) and not in a quarter left open (`%(live)s`)."""
+    return (
+        f" FROM {table} t JOIN unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[])"
+        f" AS g(s, e) ON t.{column} >= g.s AND t.{column} < g.e"
+        f" WHERE t.tenant_id = %(tenant)s AND {quarter_sql('t.' + column)} <> ALL(%(live)s)"
+    )
+
+
 def wait_bin_sql(start: str, end: str) -> str:
-    """The SQL of the histogram bin of `end - start` (`bin_of` in PostgreSQL)."""
+    """The SQL of the histogram bin of `end - start`: bin k >= 1 holds the waits from
+    2 ** ((k - 1) / 8 - 10) s up to 2 ** (k / 8 - 10) s, bin 0 the shorter ones."""
     return BIN_SQL.replace("{w}", f"EXTRACT(EPOCH FROM {end} - {start})::float8")
 
 
@@ -198,12 +162,11 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
             cursor.execute(rollup.first, {"tenant": tenant_id})
             first = cursor.fetchone()[0]
             closed_through = min(quarter_of(first), through) if first else through
-        todo = ranges(open_quarters)
-        if through > closed_through:
-            todo.append((closed_through, through))
+        behind = set(open_quarters)
+        ahead = [(closed_through, through)] if through > closed_through else []
         # Never back (a refresh with an older now): what is closed stays closed.
         through = max(through, closed_through)
-        if not todo:
+        if not behind and not ahead:
             cursor.execute(
                 f"UPDATE {rollup.state} SET closed_through = %s WHERE tenant_id = %s",
                 [through, tenant_id],
@@ -211,13 +174,17 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
             return 0
         cursor.execute(rollup.live, {"tenant": tenant_id, "through": through})
         live = sorted(row[0] for row in cursor.fetchall())
+        # A live row in a quarter already closed (it committed later than COMMIT_LAG allows):
+        # that quarter is taken back like the open ones, its rollup rows deleted.
+        behind |= {q for q in live if q < closed_through}
+        todo = ranges(behind) + ahead
         params = {
             "tenant": tenant_id,
             "starts": [start for start, _ in todo],
             "ends": [end for _, end in todo],
             "live": live,
         }
-        for table in rollup.tables:  # none expected: a closed quarter is never filled twice
+        for table in rollup.tables:  # a quarter's rows are written once, by its closing
             cursor.execute(
                 f"DELETE FROM {table} t USING unnest(%(starts)s::timestamptz[],"
                 " %(ends)s::timestamptz[]) AS r(s, e) WHERE t.tenant_id = %(tenant)s"

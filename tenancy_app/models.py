@@ -2,6 +2,7 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django_scopes import ScopedManager
 
@@ -88,6 +89,19 @@ def rollup_tenant() -> models.ForeignKey:
     """The `tenant` of a rollup row (stateroom.rollup): a key to the tenant, and no index of
     its own (the row's primary key leads with it)."""
     return models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+
+
+class RollupState(TenantOwned):
+    """How far one tenant's rows are rolled up (stateroom.rollup.State): a row per tenant."""
+
+    tenant = models.OneToOneField(
+        Tenant, primary_key=True, on_delete=models.PROTECT, related_name="+"
+    )
+    closed_through = models.DateTimeField(null=True)
+    open_quarters = ArrayField(models.DateTimeField(), default=list)
+
+    class Meta:
+        abstract = True
 
 
 class Membership(models.Model):

@@ -18,7 +18,7 @@ from console_app.selectors.dashboard import dashboard, window
 from runs_app.models import Run, RunQuarter, RunRollup
 from runs_app.store import RunStateStore
 from runs_app.store.content import RUN_ERRORS
-from stateroom.rollup import BIN_SQL, COMMIT_LAG, Histogram, bin_of, quarter_of
+from stateroom.rollup import BIN_SQL, COMMIT_LAG, interpolated, percentiles_sql, quarter_of
 from tenancy_app.scoping import in_tenant
 from tests.console.dashboard.data import (
     OPERATOR,
@@ -71,15 +71,41 @@ def states(tenant):
 
 
 @pytest.mark.django_db
-def test_bins_are_the_same_in_python_and_postgresql():
+def test_a_wait_lands_in_the_bin_whose_edges_hold_it():
+    """Bin k >= 1 holds [2 ** ((k - 1) / 8 - 10), 2 ** (k / 8 - 10)) seconds; bin 0 less."""
     values = [0.0, 0.0009, 2.0**-10, 0.5, 1.0, 1.5, 59.9, 60.0, 600.0, 86_400.0, 3.1e7]
     values += [random.Random(7).uniform(0, 100_000) for _ in range(200)]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {BIN_SQL.replace('{w}', 'w')} FROM unnest(%s::float8[]) AS v(w)", [values]
         )
-        in_sql = [row[0] for row in cursor.fetchall()]
-    assert in_sql == [bin_of(value) for value in values]
+        bins = [row[0] for row in cursor.fetchall()]
+    for value, k in zip(values, bins, strict=True):
+        if k == 0:
+            assert value < 2.0**-10
+        else:
+            low, high = 2 ** ((k - 1) / 8 - 10), 2 ** (k / 8 - 10)
+            assert low * (1 - 1e-12) <= value < high * (1 + 1e-12), (value, k)
+
+
+def sql_percentiles(waits: list[float]) -> tuple:
+    """The dashboard's arithmetic (stateroom.rollup.percentiles_sql over binned rows, then
+    `interpolated`) beside PostgreSQL's exact percentile_cont of the same values."""
+    binned = (
+        f"SELECT 1 AS g, {BIN_SQL.replace('{w}', 'w')} AS bin, count(*) AS n, sum(w) AS total"
+        " FROM unnest(%s::float8[]) AS v(w) GROUP BY 2"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(percentiles_sql(binned, ["g"]), [waits])
+        _, n, p50_lo, p50_hi, p95_lo, p95_hi = cursor.fetchone()
+        cursor.execute(
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY w),"
+            " percentile_cont(0.95) WITHIN GROUP (ORDER BY w) FROM unnest(%s::float8[]) w",
+            [waits],
+        )
+        exact = cursor.fetchone()
+    estimated = (interpolated(n, 0.5, p50_lo, p50_hi), interpolated(n, 0.95, p95_lo, p95_hi))
+    return n, estimated, exact
 
 
 @pytest.mark.django_db
@@ -87,25 +113,13 @@ def test_percentiles_are_postgresqls_within_one_bin():
     rng = random.Random(35)
     for size in (1, 2, 3, 10, 101, 5_000):
         waits = [rng.lognormvariate(5, 2) for _ in range(size)]
-        histogram = Histogram()
-        for wait in waits:
-            histogram.add(bin_of(wait), 1, wait)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY w),"
-                " percentile_cont(0.95) WITHIN GROUP (ORDER BY w) FROM unnest(%s::float8[]) w",
-                [waits],
-            )
-            p50, p95 = cursor.fetchone()
-        assert histogram.n == size
-        assert histogram.percentile(0.5) == pytest.approx(p50, rel=BIN_WIDTH)
-        assert histogram.percentile(0.95) == pytest.approx(p95, rel=BIN_WIDTH)
+        n, estimated, exact = sql_percentiles(waits)
+        assert n == size
+        assert estimated == pytest.approx(exact, rel=BIN_WIDTH)
     # one value per bin (or equal ones): exact
-    exact = Histogram()
-    for wait in (600.0, 1800.0, 1800.0):
-        exact.add(bin_of(wait), 1, wait)
-    assert exact.percentile(0.5) == percentile([600.0, 1800.0, 1800.0], 0.5) == 1800.0
-    assert Histogram().percentile(0.5) is None
+    n, estimated, exact = sql_percentiles([600.0, 1800.0, 1800.0])
+    assert estimated == exact == (1800.0, 1800.0)
+    assert estimated[0] == percentile([600.0, 1800.0, 1800.0], 0.5)
 
 
 def test_the_week_rolled_up_holds_only_quarters_nothing_can_change(tenant_a):
@@ -333,3 +347,20 @@ def test_a_refresh_with_an_older_clock_closes_nothing_twice(tenant_a):
     with in_tenant(tenant_a):
         assert ApprovalQuarter.objects.get(quarter=t(30, 10), kind="asked").n == 1
     assert_figures_are_the_rows(tenant_a, t(30, 12))
+
+
+def test_a_live_run_found_in_a_closed_quarter_takes_it_back(tenant_a):
+    """A run stamped in a quarter an earlier refresh closed (its commit came later than the
+    commit lag allows) is not counted twice: its quarter is read from the rows again."""
+    store = RunStateStore(tenant_a, RUNTIME, clock=at(t(30, 8)))
+    with in_tenant(tenant_a):
+        store.create(run_id="r-ended")
+        store.compare_and_set(run_id="r-ended", expected_version=1, changes={"status": "failed"})
+    roll_up(tenant_a, t(30, 12))
+    with in_tenant(tenant_a):
+        RunStateStore(tenant_a, RUNTIME, clock=at(t(30, 8, 5))).create(run_id="r-late")
+    roll_up(tenant_a, t(30, 12, 30))
+    assert states(tenant_a)[1].open_quarters == [t(30, 8)]
+    with in_tenant(tenant_a):
+        assert not RunQuarter.objects.filter(quarter=t(30, 8)).exists()
+    assert_figures_are_the_rows(tenant_a, t(30, 12, 30))
