@@ -302,7 +302,12 @@ class RoutingRule(TenantOwned):
 
 
 class ApprovalRollup(RollupState):
-    """How far a tenant's approvals are rolled up (approvals_app.rollup, stateroom.rollup)."""
+    """How far a tenant's approvals are rolled up (approvals_app.rollup, stateroom.rollup),
+    and the UTC midnights `ApprovalWaitSince` holds: every one from `days_from` through
+    `days_through` (None: none yet)."""
+
+    days_from = models.DateTimeField(null=True)
+    days_through = models.DateTimeField(null=True)
 
 
 class ApprovalQuarter(TenantOwned):
@@ -327,4 +332,20 @@ class ApprovalWaitQuarter(TenantOwned):
     tool_name = models.CharField(max_length=200)
     bin = models.SmallIntegerField()
     n = models.IntegerField()
+    total = models.FloatField()  # seconds
+
+
+class ApprovalWaitSince(TenantOwned):
+    """The waits' histograms summed from an origin (a UTC midnight) up to the UTC midnight
+    `day`, per tool and risk, and per risk over all tools (`tool_name` ''; the API refuses
+    a blank tool name): the difference of two days is the histogram of the decisions
+    between them, so a month's is two reads, not one per quarter (approvals_app.rollup)."""
+
+    pk = models.CompositePrimaryKey("tenant", "day", "tool_name", "risk", "bin")
+    tenant = rollup_tenant()
+    day = models.DateTimeField()
+    tool_name = models.CharField(max_length=200)
+    risk = models.CharField(max_length=16)
+    bin = models.SmallIntegerField()
+    n = models.BigIntegerField()
     total = models.FloatField()  # seconds

@@ -11,14 +11,25 @@ records it so. So a quarter is **closed**, and rolled up into `ApprovalQuarter` 
 and no approval still pending in the table expires in it. Beat runs `refresh_rollup`
 every minute. Deleting content keeps the approval's tool, risk and times: nothing to
 reopen.
+
+A quarter's histograms hold about a row per decision while a quarter sees fewer
+decisions than a histogram has cells (tools x risks x bins), so a month of quarters reads
+as many rows as the month's decisions. `ApprovalWaitSince` sums them from an origin to
+each UTC midnight whose quarters are all closed (the last KEPT days'): a day, or a
+month, is the difference of two sums, at most the cells in use each, and a zone's day
+the difference of the nearest UTC midnights' with the quarters in between
+(stateroom.rollup.cover). A quarter closed before and written anew (it went live again)
+drops the sums past it; the next refresh sums them again.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from django.db import connection
+
 from stateroom import rollup
-from stateroom.rollup import in_ranges, quarter_sql, wait_bin_sql
+from stateroom.rollup import DAY, day_of, in_ranges, quarter_sql, wait_bin_sql
 
 from .models import (
     ApprovalQuarter,
@@ -26,6 +37,7 @@ from .models import (
     ApprovalRollup,
     ApprovalStatus,
     ApprovalWaitQuarter,
+    ApprovalWaitSince,
 )
 
 APPROVALS = ApprovalRequest._meta.db_table
@@ -41,9 +53,65 @@ def _kind(kind: str, column: str, status: str | None = None) -> str:
     )
 
 
+STATE = ApprovalRollup._meta.db_table
+WAITS = ApprovalWaitQuarter._meta.db_table
+SINCE = ApprovalWaitSince._meta.db_table
+KEPT = 32  # days of sums kept: a window is at most 30 days of any zone, and its edges
+ALL_TOOLS = ""  # the tool_name of the sums over every tool
+
+# The sums up to the midnight %(day)s: those up to %(before)s (a day earlier; none at the
+# origin) and that day's quarters, per tool and risk, and per risk over every tool.
+SUM_DAY = (
+    f"INSERT INTO {SINCE} (tenant_id, day, tool_name, risk, bin, n, total)"
+    " SELECT %(tenant)s, %(day)s, tool_name, risk, bin, sum(n), sum(total) FROM ("
+    f" SELECT tool_name, risk, bin, n, total FROM {SINCE}"
+    " WHERE tenant_id = %(tenant)s AND day = %(before)s"
+    f" UNION ALL SELECT coalesce(tool_name, '{ALL_TOOLS}'), risk, bin, sum(n), sum(total)"
+    f" FROM {WAITS} WHERE tenant_id = %(tenant)s AND quarter >= %(before)s"
+    " AND quarter < %(day)s GROUP BY GROUPING SETS ((tool_name, risk, bin), (risk, bin))"
+    ") AS summed GROUP BY tool_name, risk, bin ORDER BY tool_name, risk, bin"
+)
+
+
+def _sum_days(tenant_id: int, refilled: datetime | None, frontier: datetime) -> None:
+    """Keep `ApprovalWaitSince` at every midnight of the last KEPT days up to `frontier`
+    (every quarter before it closed), dropping the sums past a quarter written anew."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT days_from, days_through FROM {STATE} WHERE tenant_id = %s", [tenant_id]
+        )
+        first, last = cursor.fetchone()
+        target = day_of(frontier)
+        if last is not None and target < last and (refilled is None or target < refilled):
+            refilled = target  # (a refill is what moves the frontier back)
+        if last is not None and refilled is not None and refilled < last:
+            keep = day_of(refilled)  # a sum up to D holds the quarters before D
+            if keep < first:
+                first = last = None
+            cursor.execute(
+                f"DELETE FROM {SINCE} WHERE tenant_id = %s AND day > %s",
+                [tenant_id, keep if first is not None else rollup.EPOCH],
+            )
+            last = keep if first is not None else None
+        if first is None:
+            first = last = target - KEPT * DAY  # the origin: nothing summed before it
+        while last < target:
+            last += DAY
+            cursor.execute(SUM_DAY, {"tenant": tenant_id, "day": last, "before": last - DAY})
+        if first < target - KEPT * DAY:
+            first = target - KEPT * DAY
+            cursor.execute(
+                f"DELETE FROM {SINCE} WHERE tenant_id = %s AND day < %s", [tenant_id, first]
+            )
+        cursor.execute(
+            f"UPDATE {STATE} SET days_from = %s, days_through = %s WHERE tenant_id = %s",
+            [first, last, tenant_id],
+        )
+
+
 ROLLUP = rollup.Rollup(
-    state=ApprovalRollup._meta.db_table,
-    tables=(ApprovalQuarter._meta.db_table, ApprovalWaitQuarter._meta.db_table),
+    state=STATE,
+    tables=(ApprovalQuarter._meta.db_table, WAITS),
     live=(
         f"SELECT DISTINCT {quarter_sql('expires_at')} FROM {APPROVALS}"
         f" WHERE tenant_id = %(tenant)s AND status = '{PENDING}' AND expires_at < %(through)s"
@@ -59,7 +127,7 @@ ROLLUP = rollup.Rollup(
             ]
         )
         + ") AS counted GROUP BY q, kind ORDER BY q, kind",
-        f"INSERT INTO {ApprovalWaitQuarter._meta.db_table}"
+        f"INSERT INTO {WAITS}"
         " (tenant_id, quarter, risk, tool_name, bin, n, total)"
         f" SELECT %(tenant)s, {quarter_sql('t.decided_at')}, t.risk, t.tool_name,"
         f" {wait_bin_sql('t.created_at', 't.decided_at')}, count(*),"
@@ -68,6 +136,7 @@ ROLLUP = rollup.Rollup(
         + " AND t.decision <> '' GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
     ),
     first=f"SELECT min(created_at) FROM {APPROVALS} WHERE tenant_id = %(tenant)s",
+    after=_sum_days,
 )
 
 

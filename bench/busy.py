@@ -121,7 +121,12 @@ def _load(cur, t, tenant_pk: int, n: int, now: datetime) -> None:
 def measure(client, scale: Scale, log, measure_page, page_type) -> list[dict]:
     """The busy tenant's dashboard (30 days, Paris days) from the rows, then rolled up."""
     from approvals_app import rollup as approvals_rollup
-    from approvals_app.models import ApprovalQuarter, ApprovalRollup, ApprovalWaitQuarter
+    from approvals_app.models import (
+        ApprovalQuarter,
+        ApprovalRollup,
+        ApprovalWaitQuarter,
+        ApprovalWaitSince,
+    )
     from runs_app import rollup as runs_rollup
     from runs_app.models import RunQuarter, RunRollup, RunSessionQuarter
     from tenancy_app.scoping import in_tenant
@@ -131,7 +136,7 @@ def measure(client, scale: Scale, log, measure_page, page_type) -> list[dict]:
     path = f"/t/{BUSY_SLUG}/dashboard/?range=30d&tz=Europe/Paris"
     rows = []
     with in_tenant(tenant):
-        for model in (ApprovalRollup, ApprovalQuarter, ApprovalWaitQuarter):
+        for model in (ApprovalRollup, ApprovalQuarter, ApprovalWaitQuarter, ApprovalWaitSince):
             model.objects.filter(tenant=tenant).delete()
         for model in (RunRollup, RunQuarter, RunSessionQuarter):
             model.objects.filter(tenant=tenant).delete()

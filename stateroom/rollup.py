@@ -22,7 +22,7 @@ the bin, 9% wide.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -41,6 +41,40 @@ BIN_SQL = (
     .replace("{smallest}", repr(SMALLEST))
     .replace("{per}", str(BINS_PER_DOUBLING))
 )
+
+
+DAY = timedelta(days=1)
+
+
+def day_of(moment: datetime) -> datetime:
+    """The UTC midnight starting the day of `moment`."""
+    return EPOCH + DAY * ((moment - EPOCH) // DAY)
+
+
+def cover(
+    lo: datetime, hi: datetime, days: tuple[datetime, datetime] | None
+) -> tuple[list[tuple[datetime, int]], list[tuple[datetime, datetime, int]]]:
+    """[lo, hi) as sums since an origin (kept at every UTC midnight of `days`, first and last)
+    and quarter ranges, each with its sign: the sum at the midnight B nearest `hi` less the
+    one at the midnight A nearest `lo`, and the quarters between `lo` and A and between B
+    and `hi` added or taken away (a Paris day is a UTC day less its last hour plus the one
+    before it); or the quarters of [lo, hi) alone when that reads fewer."""
+    whole = [(lo, hi, 1)]
+    if days is None:
+        return [], whole
+    first, last = days
+
+    def nearest(moment: datetime) -> datetime:
+        midnight = day_of(moment + DAY / 2)
+        return min(max(midnight, first), last)
+
+    start, end = nearest(lo), nearest(hi)
+    if start >= end or abs(start - lo) + abs(hi - end) >= hi - lo:
+        return [], whole
+    edges = [(lo, start, 1) if lo < start else (start, lo, -1)] if lo != start else []
+    if hi != end:
+        edges.append((end, hi, 1) if end < hi else (hi, end, -1))
+    return [(end, 1), (start, -1)], edges
 
 
 def quarter_of(moment: datetime) -> datetime:
@@ -70,7 +104,7 @@ def percentiles_sql(binned: str, groups: list[str]) -> str:
     stats = []
     for fraction in FRACTIONS:
         for name, rounding in (("lo", "floor"), ("hi", "ceil")):
-            rank = f"{rounding}({fraction} * (size - 1))"
+            rank = f"{rounding}({fraction}::float8 * (size - 1))"  # as `interpolated` does
             stats.append(
                 f"min(total / n) FILTER (WHERE below <= {rank} AND {rank} < below + n)"
                 f" AS p{round(fraction * 100)}_{name}"
@@ -120,7 +154,9 @@ class Rollup:
     `%(ends)s` (the ranges to close) and `%(live)s` (the quarters among them to leave open),
     and inserts the closed quarters' rows, in the order of the table's primary key (so a
     window's rows sit together on disk, and its read is one short range, not one page per
-    row); `first` returns the earliest time of any row.
+    row); `first` returns the earliest time of any row. `after(tenant_id, refilled, frontier)`,
+    when given, is called at the end of every refresh: `refilled` is the earliest quarter
+    closed before and written anew (None: none), every quarter before `frontier` is closed.
     """
 
     state: str
@@ -128,15 +164,18 @@ class Rollup:
     live: str
     fill: tuple[str, ...]
     first: str
+    after: Callable[[int, datetime | None, datetime], None] | None = None
 
 
 @dataclass(frozen=True)
 class State:
     """What the rollup holds: the closed quarters are those before `closed_through` not in
-    `open_quarters`; None: nothing is rolled up (every row is read raw)."""
+    `open_quarters`; None: nothing is rolled up (every row is read raw). `days`: the first
+    and last UTC midnights of the rollup's sums since an origin, if it keeps them."""
 
     closed_through: datetime | None = None
     open_quarters: tuple[datetime, ...] = ()
+    days: tuple[datetime, datetime] | None = None
 
 
 def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
@@ -171,6 +210,8 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
                 f"UPDATE {rollup.state} SET closed_through = %s WHERE tenant_id = %s",
                 [through, tenant_id],
             )
+            if rollup.after:
+                rollup.after(tenant_id, None, through)
             return 0
         cursor.execute(rollup.live, {"tenant": tenant_id, "through": through})
         live = sorted(row[0] for row in cursor.fetchall())
@@ -198,6 +239,8 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
             " WHERE tenant_id = %s",
             [through, live, tenant_id],
         )
+    if rollup.after:
+        rollup.after(tenant_id, min(behind, default=None), min([through, *live]))
     return sum((end - start) // QUARTER for start, end in todo) - len(live)
 
 

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -52,12 +53,21 @@ from approvals_app.models import (
     ApprovalRollup,
     ApprovalStatus,
     ApprovalWaitQuarter,
+    ApprovalWaitSince,
 )
+from approvals_app.rollup import ALL_TOOLS
 from approvals_app.store.base import has_status
 from effects_app.models import EffectStatus, ExternalEffect
 from lifecycle_app.models import Deletion, DeletionStatus, Erasure
 from runs_app.models import Run, RunQuarter, RunRollup, RunSessionQuarter, RunStatus
-from stateroom.rollup import State, interpolated, percentiles_sql, ranges, wait_bin_sql
+from stateroom.rollup import (
+    State,
+    cover,
+    interpolated,
+    percentiles_sql,
+    ranges,
+    wait_bin_sql,
+)
 from tenancy_app.models import Tenant
 
 RANGES = {"24h": ("hour", 24), "7d": ("day", 7), "30d": ("day", 30)}
@@ -155,16 +165,25 @@ class Rollups:
 
 def rollups(tenant: Tenant) -> Rollups:
     """Both states, in one statement."""
+    none = Value(None, output_field=DateTimeField())
     found = {
-        kind: State(closed_through, tuple(open_quarters))
-        for kind, closed_through, open_quarters in ApprovalRollup.objects.filter(tenant=tenant)
-        .annotate(kind=Value("approvals"))
-        .values_list("kind", "closed_through", "open_quarters")
-        .union(
-            RunRollup.objects.filter(tenant=tenant)
-            .annotate(kind=Value("runs"))
-            .values_list("kind", "closed_through", "open_quarters"),
-            all=True,
+        kind: State(
+            closed_through,
+            tuple(open_quarters),
+            (days_from, days_through) if days_through is not None else None,
+        )
+        for kind, closed_through, open_quarters, days_from, days_through in (
+            ApprovalRollup.objects.filter(tenant=tenant)
+            .annotate(kind=Value("approvals"))
+            .values_list("kind", "closed_through", "open_quarters", "days_from", "days_through")
+            .union(
+                RunRollup.objects.filter(tenant=tenant)
+                .annotate(kind=Value("runs"), days_from=none, days_through=none)
+                .values_list(
+                    "kind", "closed_through", "open_quarters", "days_from", "days_through"
+                ),
+                all=True,
+            )
         )
     }
     return Rollups(found.get("approvals", State()), found.get("runs", State()))
@@ -280,7 +299,11 @@ def approvals(tenant: Tenant, win: Window, now: datetime, state: State) -> dict[
 
 def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]:
     """How long the approvals a person decided waited, {n, p50, p95}: per bucket and risk,
-    and of the first tool and risk pairs by count (log histograms: stateroom.rollup)."""
+    and of the first tool and risk pairs by count (log histograms: stateroom.rollup).
+
+    One statement: the rows not rolled up, each counted once per bucket (the tool left
+    NULL) and once for the whole window (the bucket left NULL), and what `_wait_pieces`
+    reads of the rollup: sums since an origin and quarters, each with its sign."""
     # Decided by a person (approve, edit, reject, respond), whatever came after (a void).
     decided = rows.filter(win.within("decided_at"), unclosed(state, "decided_at")).exclude(
         decision=""
@@ -289,34 +312,85 @@ def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]
     wait_bin = RawSQL(
         wait_bin_sql(f'"{table}"."created_at"', f'"{table}"."decided_at"'), [], IntegerField()
     )
-    waits = ApprovalWaitQuarter.objects.filter(tenant=tenant).filter(win.within("quarter"))
-
-    # Per bucket and risk, and per tool and risk: one statement, one read of each source.
-    keys = ["b", "tool_name", "risk", "bin"]
-    rows = _summed(
-        [
-            # each row as it is: the grouping sets sum them, one pass per set
-            decided.annotate(b=win.index("decided_at"), bin=wait_bin)
-            .values(*keys, n=Value(1), total=_seconds_between("created_at", "decided_at"))
-            .order_by(),
-            waits.annotate(b=win.index("quarter")).values(*keys, "n", "total").order_by(),
-        ],
-        keys,
-        ["n", "total"],
-        win=win,
-        sets=[["b", "risk", "bin"], ["tool_name", "risk", "bin"]],
-        tuples=True,
-        outer=lambda binned: percentiles_sql(binned, ["b", "tool_name", "risk"]),
+    raw, raw_params = (
+        decided.annotate(b=win.index("decided_at"), bin=wait_bin)
+        .values("b", "tool_name", "risk", "bin", total=_seconds_between("created_at", "decided_at"))
+        .order_by()
+        .query.sql_with_params()
     )
-    # (b, tool_name, risk, n, the order statistics): one set leaves the tool NULL, one b
-    by_risk = {(b, risk): _latency(*stats) for b, tool, risk, *stats in rows if tool is None}
+    days, quarters = _wait_pieces(win, state)
+    since = ApprovalWaitSince._meta.db_table
+    # Counts are summed as float8 (exact below 2 ** 53; a bigint's sum is a slower numeric).
+    binned = (
+        "SELECT b, tool_name, risk, bin, sum(n)::int AS n, sum(total) AS total FROM ("
+        " SELECT CASE WHEN s.tool THEN NULL ELSE r.b END AS b,"
+        " CASE WHEN s.tool THEN r.tool_name END AS tool_name, r.risk, r.bin, 1::float8 AS n,"
+        f" r.total FROM ({raw}) AS r CROSS JOIN (VALUES (false), (true)) AS s(tool)"
+        # per bucket, the sums over every tool; for the window, those per tool
+        " UNION ALL SELECT v.b, NULL, p.risk, p.bin, v.sign * p.n::float8, v.sign * p.total"
+        f" FROM {since} p JOIN unnest(%s::int[], %s::timestamptz[], %s::int[]) AS v(b, day, sign)"
+        f" ON p.day = v.day WHERE p.tenant_id = %s AND p.tool_name = '{ALL_TOOLS}'"
+        " UNION ALL SELECT NULL, p.tool_name, p.risk, p.bin, v.sign * p.n::float8,"
+        f" v.sign * p.total FROM {since} p JOIN unnest(%s::timestamptz[], %s::int[])"
+        f" AS v(day, sign) ON p.day = v.day WHERE p.tenant_id = %s AND p.tool_name > '{ALL_TOOLS}'"
+        " UNION ALL SELECT v.b, CASE WHEN v.tool THEN w.tool_name END, w.risk, w.bin,"
+        f" v.sign * w.n::float8, v.sign * w.total FROM {ApprovalWaitQuarter._meta.db_table} w"
+        " JOIN unnest(%s::int[], %s::bool[], %s::timestamptz[], %s::timestamptz[], %s::int[])"
+        " AS v(b, tool, lo, hi, sign) ON w.quarter >= v.lo AND w.quarter < v.hi"
+        " WHERE w.tenant_id = %s"
+        ") AS parts GROUP BY b, tool_name, risk, bin HAVING sum(n) > 0"
+    )
+    per_bucket = [(b, day, sign) for b, per_tool, day, sign in days if not per_tool]
+    per_tool = [(day, sign) for _, per_tool, day, sign in days if per_tool]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            percentiles_sql(binned, ["b", "tool_name", "risk"]),
+            [
+                *raw_params,
+                *_columns(per_bucket, 3),
+                tenant.pk,
+                *_columns(per_tool, 2),
+                tenant.pk,
+                *_columns(quarters, 5),
+                tenant.pk,
+            ],
+        )
+        found = cursor.fetchall()
+    keyed = [None, *win.keys]
+    # (b, tool_name, risk, n, the order statistics): the tool NULL per bucket, b per tool
+    by_risk = {
+        (keyed[b], risk): _latency(*stats) for b, tool, risk, *stats in found if tool is None
+    }
     by_tool = [
         {"tool_name": tool, "risk": risk, **_latency(*stats)}
-        for b, tool, risk, *stats in rows
+        for b, tool, risk, *stats in found
         if b is None
     ]
     by_tool.sort(key=lambda row: (-row["n"], row["tool_name"], row["risk"]))
     return by_risk, by_tool[: TOP * 2]
+
+
+def _columns(rows: list[tuple], width: int) -> list[list]:
+    """`rows` as `width` arrays, a parameter each (for `unnest`)."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
+
+
+def _wait_pieces(win: Window, state: State) -> tuple[list, list]:
+    """What the waits read of the rollup, as (bucket's number, per tool?, day, sign) sums
+    since an origin and (…, from, to, sign) quarter ranges: each bucket's closed quarters
+    (the tool left NULL), and the window's (the bucket left NULL), as few rows as
+    `stateroom.rollup.cover` can."""
+    days: list[tuple] = []
+    quarters: list[tuple] = []
+    if state.closed_through is None:
+        return days, quarters
+    bounds = [*win.starts, win.end]
+    spans = [(k, False, lo, hi) for k, (lo, hi) in enumerate(pairwise(bounds), 1)]
+    for b, per_tool, lo, hi in [*spans, (None, True, win.start, win.end)]:
+        summed, edges = cover(lo, hi, state.days)
+        days += [(b, per_tool, day, sign) for day, sign in summed]
+        quarters += [(b, per_tool, start, end, sign) for start, end, sign in edges]
+    return days, quarters
 
 
 def _approval_figures(win, now, counts, by_risk, by_tool, backlog) -> dict:
