@@ -302,12 +302,7 @@ class RoutingRule(TenantOwned):
 
 
 class ApprovalRollup(RollupState):
-    """How far a tenant's approvals are rolled up (approvals_app.rollup, stateroom.rollup),
-    and the UTC midnights `ApprovalWaitSince` holds: every one from `days_from` through
-    `days_through` (None: none yet)."""
-
-    days_from = models.DateTimeField(null=True)
-    days_through = models.DateTimeField(null=True)
+    """How far a tenant's approvals are rolled up (approvals_app.rollup, stateroom.rollup)."""
 
 
 class ApprovalQuarter(TenantOwned):

@@ -15,21 +15,18 @@ reopen.
 A quarter's histograms hold about a row per decision while a quarter sees fewer
 decisions than a histogram has cells (tools x risks x bins), so a month of quarters reads
 as many rows as the month's decisions. `ApprovalWaitSince` sums them from an origin to
-each UTC midnight whose quarters are all closed (the last KEPT days'): a day, or a
+each UTC midnight whose quarters are all closed (stateroom.rollup.sum_days): a day, or a
 month, is the difference of two sums, at most the cells in use each, and a zone's day
 the difference of the nearest UTC midnights' with the quarters in between
-(stateroom.rollup.cover). A quarter closed before and written anew (it went live again)
-drops the sums past it; the next refresh sums them again.
+(stateroom.rollup.cover).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import connection
-
 from stateroom import rollup
-from stateroom.rollup import DAY, day_of, in_ranges, quarter_sql, wait_bin_sql
+from stateroom.rollup import in_ranges, quarter_sql, wait_bin_sql
 
 from .models import (
     ApprovalQuarter,
@@ -56,12 +53,11 @@ def _kind(kind: str, column: str, status: str | None = None) -> str:
 STATE = ApprovalRollup._meta.db_table
 WAITS = ApprovalWaitQuarter._meta.db_table
 SINCE = ApprovalWaitSince._meta.db_table
-KEPT = 32  # days of sums kept: a window is at most 30 days of any zone, and its edges
 ALL_TOOLS = ""  # the tool_name of the sums over every tool
 
 # The sums up to the midnight %(day)s: those up to %(before)s (a day earlier; none at the
 # origin) and that day's quarters, per tool and risk, and per risk over every tool.
-SUM_DAY = (
+ADD_DAY = (
     f"INSERT INTO {SINCE} (tenant_id, day, tool_name, risk, bin, n, total)"
     " SELECT %(tenant)s, %(day)s, tool_name, risk, bin, sum(n), sum(total) FROM ("
     f" SELECT tool_name, risk, bin, n, total FROM {SINCE}"
@@ -71,42 +67,6 @@ SUM_DAY = (
     " AND quarter < %(day)s GROUP BY GROUPING SETS ((tool_name, risk, bin), (risk, bin))"
     ") AS summed GROUP BY tool_name, risk, bin ORDER BY tool_name, risk, bin"
 )
-
-
-def _sum_days(tenant_id: int, refilled: datetime | None, frontier: datetime) -> None:
-    """Keep `ApprovalWaitSince` at every midnight of the last KEPT days up to `frontier`
-    (every quarter before it closed), dropping the sums past a quarter written anew."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT days_from, days_through FROM {STATE} WHERE tenant_id = %s", [tenant_id]
-        )
-        first, last = cursor.fetchone()
-        target = day_of(frontier)
-        if last is not None and target < last and (refilled is None or target < refilled):
-            refilled = target  # (a refill is what moves the frontier back)
-        if last is not None and refilled is not None and refilled < last:
-            keep = day_of(refilled)  # a sum up to D holds the quarters before D
-            if keep < first:
-                first = last = None
-            cursor.execute(
-                f"DELETE FROM {SINCE} WHERE tenant_id = %s AND day > %s",
-                [tenant_id, keep if first is not None else rollup.EPOCH],
-            )
-            last = keep if first is not None else None
-        if first is None:
-            first = last = target - KEPT * DAY  # the origin: nothing summed before it
-        while last < target:
-            last += DAY
-            cursor.execute(SUM_DAY, {"tenant": tenant_id, "day": last, "before": last - DAY})
-        if first < target - KEPT * DAY:
-            first = target - KEPT * DAY
-            cursor.execute(
-                f"DELETE FROM {SINCE} WHERE tenant_id = %s AND day < %s", [tenant_id, first]
-            )
-        cursor.execute(
-            f"UPDATE {STATE} SET days_from = %s, days_through = %s WHERE tenant_id = %s",
-            [first, last, tenant_id],
-        )
 
 
 ROLLUP = rollup.Rollup(
@@ -136,7 +96,8 @@ ROLLUP = rollup.Rollup(
         + " AND t.decision <> '' GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
     ),
     first=f"SELECT min(created_at) FROM {APPROVALS} WHERE tenant_id = %(tenant)s",
-    after=_sum_days,
+    since=SINCE,
+    add_day=ADD_DAY,
 )
 
 

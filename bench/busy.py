@@ -128,7 +128,7 @@ def measure(client, scale: Scale, log, measure_page, page_type) -> list[dict]:
         ApprovalWaitSince,
     )
     from runs_app import rollup as runs_rollup
-    from runs_app.models import RunQuarter, RunRollup, RunSessionQuarter
+    from runs_app.models import RunQuarter, RunRollup, RunSessionQuarter, RunSince
     from tenancy_app.scoping import in_tenant
 
     tenant = ensure_busy_tenant(scale, log)
@@ -138,7 +138,7 @@ def measure(client, scale: Scale, log, measure_page, page_type) -> list[dict]:
     with in_tenant(tenant):
         for model in (ApprovalRollup, ApprovalQuarter, ApprovalWaitQuarter, ApprovalWaitSince):
             model.objects.filter(tenant=tenant).delete()
-        for model in (RunRollup, RunQuarter, RunSessionQuarter):
+        for model in (RunRollup, RunQuarter, RunSessionQuarter, RunSince):
             model.objects.filter(tenant=tenant).delete()
     for mode in ("from the rows alone", "rolled up"):
         if mode == "rolled up":

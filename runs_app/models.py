@@ -257,6 +257,21 @@ class RunQuarter(TenantOwned):
     cost = models.DecimalField(max_digits=24, decimal_places=6)
 
 
+class RunSince(TenantOwned):
+    """The runs of RunQuarter summed from an origin (a UTC midnight) up to the UTC midnight
+    `day`: the difference of two days is the runs between them (runs_app.rollup)."""
+
+    pk = models.CompositePrimaryKey("tenant", "day", "status", "agent", "reason")
+    tenant = rollup_tenant()
+    day = models.DateTimeField()
+    status = models.CharField(max_length=20)
+    agent = models.CharField(max_length=200)
+    reason = models.CharField(max_length=200)
+    n = models.BigIntegerField()
+    tokens = models.BigIntegerField()
+    cost = models.DecimalField(max_digits=30, decimal_places=6)
+
+
 class RunSessionQuarter(TenantOwned):
     """The runs created in one closed quarter hour, per session: its top sessions by cost."""
 

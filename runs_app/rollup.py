@@ -10,6 +10,10 @@ run stays open (the dashboard reads its runs raw) until a refresh finds them all
 Deleting a session's content clears its runs' errors, and so their failure reasons:
 `reopen` takes those runs' quarters back (runs_app.store.content), and the next refresh
 closes them with what is left. Beat runs `refresh_rollup` every minute.
+
+`RunSince` sums the quarters from an origin to each UTC midnight whose quarters are all
+closed (stateroom.rollup.sum_days): a month's runs are two reads, not a row per quarter,
+status, agent and reason; a quarter opened again drops the sums past it.
 """
 
 from __future__ import annotations
@@ -20,23 +24,44 @@ from datetime import datetime
 from stateroom import rollup
 from stateroom.rollup import in_ranges, quarter_sql
 
-from .models import TERMINAL_RUN_STATUSES, Run, RunQuarter, RunRollup, RunSessionQuarter, RunStatus
+from .models import (
+    TERMINAL_RUN_STATUSES,
+    Run,
+    RunQuarter,
+    RunRollup,
+    RunSessionQuarter,
+    RunSince,
+    RunStatus,
+)
 
 LIVE = [status for status in RunStatus.values if status not in TERMINAL_RUN_STATUSES]
 RUNS = Run._meta.db_table
 _IN_RANGES = in_ranges(RUNS, "created_at")
 FAILED = RunStatus.FAILED.value
+QUARTERS = RunQuarter._meta.db_table
+SINCE = RunSince._meta.db_table
+_KEYS = "status, agent, reason"
+# The sums up to the midnight %(day)s: those up to %(before)s and that day's quarters.
+ADD_DAY = (
+    f"INSERT INTO {SINCE} (tenant_id, day, {_KEYS}, n, tokens, cost)"
+    f" SELECT %(tenant)s, %(day)s, {_KEYS}, sum(n), sum(tokens), sum(cost) FROM ("
+    f" SELECT {_KEYS}, n, tokens, cost FROM {SINCE}"
+    " WHERE tenant_id = %(tenant)s AND day = %(before)s"
+    f" UNION ALL SELECT {_KEYS}, n, tokens, cost FROM {QUARTERS}"
+    " WHERE tenant_id = %(tenant)s AND quarter >= %(before)s AND quarter < %(day)s"
+    f") AS summed GROUP BY {_KEYS} ORDER BY {_KEYS}"
+)
 
 ROLLUP = rollup.Rollup(
     state=RunRollup._meta.db_table,
-    tables=(RunQuarter._meta.db_table, RunSessionQuarter._meta.db_table),
+    tables=(QUARTERS, RunSessionQuarter._meta.db_table),
     live=(
         f"SELECT DISTINCT {quarter_sql('created_at')} FROM {RUNS}"
         f" WHERE tenant_id = %(tenant)s AND status IN ({', '.join(repr(s) for s in LIVE)})"
         " AND created_at < %(through)s"
     ),
     fill=(
-        f"INSERT INTO {RunQuarter._meta.db_table}"
+        f"INSERT INTO {QUARTERS}"
         " (tenant_id, quarter, status, agent, reason, n, tokens, cost)"
         f" SELECT %(tenant)s, {quarter_sql('t.created_at')}, t.status, t.active_agent,"
         f" CASE WHEN t.status = '{FAILED}' THEN COALESCE(t.error->>'code', '') ELSE '' END,"
@@ -51,6 +76,8 @@ ROLLUP = rollup.Rollup(
         + " AND t.session_id IS NOT NULL GROUP BY 2, 3 ORDER BY 2, 3",
     ),
     first=f"SELECT min(created_at) FROM {RUNS} WHERE tenant_id = %(tenant)s",
+    since=SINCE,
+    add_day=ADD_DAY,
 )
 
 

@@ -22,7 +22,7 @@ the bin, 9% wide.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -154,9 +154,11 @@ class Rollup:
     `%(ends)s` (the ranges to close) and `%(live)s` (the quarters among them to leave open),
     and inserts the closed quarters' rows, in the order of the table's primary key (so a
     window's rows sit together on disk, and its read is one short range, not one page per
-    row); `first` returns the earliest time of any row. `after(tenant_id, refilled, frontier)`,
-    when given, is called at the end of every refresh: `refilled` is the earliest quarter
-    closed before and written anew (None: none), every quarter before `frontier` is closed.
+    row); `first` returns the earliest time of any row.
+
+    `since`, when given, is a table of sums from an origin up to each UTC midnight whose
+    quarters are all closed (the last KEPT days'; `sum_days`), and `add_day` the statement
+    that writes those up to `%(day)s` from those up to `%(before)s` and the day's quarters.
     """
 
     state: str
@@ -164,7 +166,8 @@ class Rollup:
     live: str
     fill: tuple[str, ...]
     first: str
-    after: Callable[[int, datetime | None, datetime], None] | None = None
+    since: str | None = None
+    add_day: str = ""
 
 
 @dataclass(frozen=True)
@@ -210,8 +213,7 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
                 f"UPDATE {rollup.state} SET closed_through = %s WHERE tenant_id = %s",
                 [through, tenant_id],
             )
-            if rollup.after:
-                rollup.after(tenant_id, None, through)
+            sum_days(rollup, tenant_id, None, min([through, *open_quarters]))
             return 0
         cursor.execute(rollup.live, {"tenant": tenant_id, "through": through})
         live = sorted(row[0] for row in cursor.fetchall())
@@ -239,8 +241,7 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
             " WHERE tenant_id = %s",
             [through, live, tenant_id],
         )
-    if rollup.after:
-        rollup.after(tenant_id, min(behind, default=None), min([through, *live]))
+    sum_days(rollup, tenant_id, min(behind, default=None), min([through, *live]))
     return sum((end - start) // QUARTER for start, end in todo) - len(live)
 
 
@@ -268,4 +269,50 @@ def reopen(rollup: Rollup, tenant_id: int, quarters: Iterable[datetime]) -> None
         cursor.execute(
             f"UPDATE {rollup.state} SET open_quarters = %s WHERE tenant_id = %s",
             [sorted([*open_quarters, *again]), tenant_id],
+        )
+    sum_days(rollup, tenant_id, again[0], min([closed_through, *open_quarters, *again]))
+
+
+KEPT = 32  # days of sums kept: a window is at most 30 days of any zone, and its edges
+
+
+def sum_days(rollup: Rollup, tenant_id: int, refilled: datetime | None, frontier: datetime) -> None:
+    """Keep `rollup.since` at every UTC midnight of the last KEPT days up to `frontier` (every
+    quarter before it closed), first dropping the sums past `refilled`, a quarter closed
+    before and written anew or opened again (a sum up to D holds the quarters before D).
+    The state row records the first and last midnights held (`State.days`)."""
+    if rollup.since is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT days_from, days_through FROM {rollup.state} WHERE tenant_id = %s",
+            [tenant_id],
+        )
+        first, last = cursor.fetchone()
+        target = day_of(frontier)
+        if last is not None and target < last and (refilled is None or target < refilled):
+            refilled = target  # (what moves the frontier back is a quarter opened again)
+        if last is not None and refilled is not None and refilled < last:
+            last = day_of(refilled)
+            if last < first:
+                first = last = None
+            else:
+                cursor.execute(
+                    f"DELETE FROM {rollup.since} WHERE tenant_id = %s AND day > %s",
+                    [tenant_id, last],
+                )
+        if first is None or last is None:  # a new origin: nothing summed before it
+            cursor.execute(f"DELETE FROM {rollup.since} WHERE tenant_id = %s", [tenant_id])
+            first = last = target - KEPT * DAY
+        while last < target:
+            last += DAY
+            cursor.execute(rollup.add_day, {"tenant": tenant_id, "day": last, "before": last - DAY})
+        if first < target - KEPT * DAY:
+            first = target - KEPT * DAY
+            cursor.execute(
+                f"DELETE FROM {rollup.since} WHERE tenant_id = %s AND day < %s", [tenant_id, first]
+            )
+        cursor.execute(
+            f"UPDATE {rollup.state} SET days_from = %s, days_through = %s WHERE tenant_id = %s",
+            [first, last, tenant_id],
         )

@@ -92,13 +92,17 @@ def rollup_tenant() -> models.ForeignKey:
 
 
 class RollupState(TenantOwned):
-    """How far one tenant's rows are rolled up (stateroom.rollup.State): a row per tenant."""
+    """How far one tenant's rows are rolled up (stateroom.rollup.State): a row per tenant;
+    and the UTC midnights its sums since an origin are kept at, `days_from` through
+    `days_through` (None: none yet; stateroom.rollup.sum_days)."""
 
     tenant = models.OneToOneField(
         Tenant, primary_key=True, on_delete=models.PROTECT, related_name="+"
     )
     closed_through = models.DateTimeField(null=True)
     open_quarters = ArrayField(models.DateTimeField(), default=list)
+    days_from = models.DateTimeField(null=True)
+    days_through = models.DateTimeField(null=True)
 
     class Meta:
         abstract = True

@@ -20,7 +20,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -59,16 +58,20 @@ from approvals_app.rollup import ALL_TOOLS
 from approvals_app.store.base import has_status
 from effects_app.models import EffectStatus, ExternalEffect
 from lifecycle_app.models import Deletion, DeletionStatus, Erasure
-from runs_app.models import Run, RunQuarter, RunRollup, RunSessionQuarter, RunStatus
+from runs_app.models import Run, RunQuarter, RunRollup, RunSessionQuarter, RunSince, RunStatus
 from stateroom.rollup import (
     State,
-    cover,
     interpolated,
     percentiles_sql,
     ranges,
     wait_bin_sql,
 )
 from tenancy_app.models import Tenant
+
+from .rolled import Figure, Source, rolled
+
+WAITS = Source(ApprovalWaitSince._meta.db_table, ApprovalWaitQuarter._meta.db_table)
+RUNS = Source(RunSince._meta.db_table, RunQuarter._meta.db_table)
 
 RANGES = {"24h": ("hour", 24), "7d": ("day", 7), "30d": ("day", 30)}
 DEFAULT_RANGE = "7d"
@@ -165,7 +168,7 @@ class Rollups:
 
 def rollups(tenant: Tenant) -> Rollups:
     """Both states, in one statement."""
-    none = Value(None, output_field=DateTimeField())
+    fields = ["kind", "closed_through", "open_quarters", "days_from", "days_through"]
     found = {
         kind: State(
             closed_through,
@@ -175,13 +178,11 @@ def rollups(tenant: Tenant) -> Rollups:
         for kind, closed_through, open_quarters, days_from, days_through in (
             ApprovalRollup.objects.filter(tenant=tenant)
             .annotate(kind=Value("approvals"))
-            .values_list("kind", "closed_through", "open_quarters", "days_from", "days_through")
+            .values_list(*fields)
             .union(
                 RunRollup.objects.filter(tenant=tenant)
-                .annotate(kind=Value("runs"), days_from=none, days_through=none)
-                .values_list(
-                    "kind", "closed_through", "open_quarters", "days_from", "days_through"
-                ),
+                .annotate(kind=Value("runs"))
+                .values_list(*fields),
                 all=True,
             )
         )
@@ -299,11 +300,7 @@ def approvals(tenant: Tenant, win: Window, now: datetime, state: State) -> dict[
 
 def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]:
     """How long the approvals a person decided waited, {n, p50, p95}: per bucket and risk,
-    and of the first tool and risk pairs by count (log histograms: stateroom.rollup).
-
-    One statement: the rows not rolled up, each counted once per bucket (the tool left
-    NULL) and once for the whole window (the bucket left NULL), and what `_wait_pieces`
-    reads of the rollup: sums since an origin and quarters, each with its sign."""
+    and of the first tool and risk pairs by count (log histograms: stateroom.rollup)."""
     # Decided by a person (approve, edit, reject, respond), whatever came after (a void).
     decided = rows.filter(win.within("decided_at"), unclosed(state, "decided_at")).exclude(
         decision=""
@@ -312,55 +309,32 @@ def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]
     wait_bin = RawSQL(
         wait_bin_sql(f'"{table}"."created_at"', f'"{table}"."decided_at"'), [], IntegerField()
     )
-    raw, raw_params = (
-        decided.annotate(b=win.index("decided_at"), bin=wait_bin)
-        .values("b", "tool_name", "risk", "bin", total=_seconds_between("created_at", "decided_at"))
-        .order_by()
-        .query.sql_with_params()
-    )
-    days, quarters = _wait_pieces(win, state)
-    since = ApprovalWaitSince._meta.db_table
-    # Counts are summed as float8 (exact below 2 ** 53; a bigint's sum is a slower numeric).
-    binned = (
-        "SELECT b, tool_name, risk, bin, sum(n)::int AS n, sum(total) AS total FROM ("
-        " SELECT CASE WHEN s.tool THEN NULL ELSE r.b END AS b,"
-        " CASE WHEN s.tool THEN r.tool_name END AS tool_name, r.risk, r.bin, 1::float8 AS n,"
-        f" r.total FROM ({raw}) AS r CROSS JOIN (VALUES (false), (true)) AS s(tool)"
-        # per bucket, the sums over every tool; for the window, those per tool
-        " UNION ALL SELECT v.b, NULL, p.risk, p.bin, v.sign * p.n::float8, v.sign * p.total"
-        f" FROM {since} p JOIN unnest(%s::int[], %s::timestamptz[], %s::int[]) AS v(b, day, sign)"
-        f" ON p.day = v.day WHERE p.tenant_id = %s AND p.tool_name = '{ALL_TOOLS}'"
-        " UNION ALL SELECT NULL, p.tool_name, p.risk, p.bin, v.sign * p.n::float8,"
-        f" v.sign * p.total FROM {since} p JOIN unnest(%s::timestamptz[], %s::int[])"
-        f" AS v(day, sign) ON p.day = v.day WHERE p.tenant_id = %s AND p.tool_name > '{ALL_TOOLS}'"
-        " UNION ALL SELECT v.b, CASE WHEN v.tool THEN w.tool_name END, w.risk, w.bin,"
-        f" v.sign * w.n::float8, v.sign * w.total FROM {ApprovalWaitQuarter._meta.db_table} w"
-        " JOIN unnest(%s::int[], %s::bool[], %s::timestamptz[], %s::timestamptz[], %s::int[])"
-        " AS v(b, tool, lo, hi, sign) ON w.quarter >= v.lo AND w.quarter < v.hi"
-        " WHERE w.tenant_id = %s"
-        ") AS parts GROUP BY b, tool_name, risk, bin HAVING sum(n) > 0"
-    )
-    per_bucket = [(b, day, sign) for b, per_tool, day, sign in days if not per_tool]
-    per_tool = [(day, sign) for _, per_tool, day, sign in days if per_tool]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            percentiles_sql(binned, ["b", "tool_name", "risk"]),
-            [
-                *raw_params,
-                *_columns(per_bucket, 3),
-                tenant.pk,
-                *_columns(per_tool, 2),
-                tenant.pk,
-                *_columns(quarters, 5),
-                tenant.pk,
-            ],
+    found = rolled(
+        tenant,
+        win,
+        state,
+        raw=decided.annotate(b=win.index("decided_at"), bin=wait_bin)
+        .values(
+            "b",
+            "tool_name",
+            "risk",
+            "bin",
+            n=Value(1),
+            total=_seconds_between("created_at", "decided_at"),
         )
-        found = cursor.fetchall()
-    keyed = [None, *win.keys]
+        .order_by(),
+        source=WAITS,
+        keys={"b": "int", "tool_name": "text", "risk": "text", "bin": "int"},
+        sums={"n": "int", "total": "float8"},
+        figures=[
+            # per bucket and risk: the sums over every tool
+            Figure(("risk", "bin"), per_bucket=True, since_where=f"x.tool_name = '{ALL_TOOLS}'"),
+            Figure(("tool_name", "risk", "bin"), False, since_where=f"x.tool_name > '{ALL_TOOLS}'"),
+        ],
+        outer=lambda binned: percentiles_sql(binned, ["b", "tool_name", "risk"]),
+    )
     # (b, tool_name, risk, n, the order statistics): the tool NULL per bucket, b per tool
-    by_risk = {
-        (keyed[b], risk): _latency(*stats) for b, tool, risk, *stats in found if tool is None
-    }
+    by_risk = {(b, risk): _latency(*stats) for b, tool, risk, *stats in found if tool is None}
     by_tool = [
         {"tool_name": tool, "risk": risk, **_latency(*stats)}
         for b, tool, risk, *stats in found
@@ -368,29 +342,6 @@ def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]
     ]
     by_tool.sort(key=lambda row: (-row["n"], row["tool_name"], row["risk"]))
     return by_risk, by_tool[: TOP * 2]
-
-
-def _columns(rows: list[tuple], width: int) -> list[list]:
-    """`rows` as `width` arrays, a parameter each (for `unnest`)."""
-    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
-
-
-def _wait_pieces(win: Window, state: State) -> tuple[list, list]:
-    """What the waits read of the rollup, as (bucket's number, per tool?, day, sign) sums
-    since an origin and (…, from, to, sign) quarter ranges: each bucket's closed quarters
-    (the tool left NULL), and the window's (the bucket left NULL), as few rows as
-    `stateroom.rollup.cover` can."""
-    days: list[tuple] = []
-    quarters: list[tuple] = []
-    if state.closed_through is None:
-        return days, quarters
-    bounds = [*win.starts, win.end]
-    spans = [(k, False, lo, hi) for k, (lo, hi) in enumerate(pairwise(bounds), 1)]
-    for b, per_tool, lo, hi in [*spans, (None, True, win.start, win.end)]:
-        summed, edges = cover(lo, hi, state.days)
-        days += [(b, per_tool, day, sign) for day, sign in summed]
-        quarters += [(b, per_tool, start, end, sign) for start, end, sign in edges]
-    return days, quarters
 
 
 def _approval_figures(win, now, counts, by_risk, by_tool, backlog) -> dict:
@@ -432,43 +383,34 @@ def runs(tenant: Tenant, win: Window, state: State) -> dict[str, Any]:
         .filter(win.within("created_at"))
         .filter(unclosed(state, "created_at"))
     )
-    rolled = RunQuarter.objects.filter(tenant=tenant).filter(win.within("quarter"))
-    # Per bucket and status, per failure reason, per agent: one statement, the rows as they
-    # are (a run, or a rollup row) summed once per set.
-    keys = ["b", "s", "reason", "agent"]
-    rows = _summed(
-        [
-            started.values(
-                b=win.index("created_at"),
-                s=F("status"),
-                reason=Coalesce(KT("error__code"), Value(""), output_field=CharField()),
-                agent=F("active_agent"),
-                n=Value(1),
-                tokens=F("token_used"),
-                cost=F("cost_used"),
-            ).order_by(),
-            # (its columns named apart from its fields: the union takes the first part's names)
-            rolled.values(
-                rb=win.index("quarter"),
-                rs=F("status"),
-                rr=F("reason"),
-                ra=F("agent"),
-                rn=F("n"),
-                rt=F("tokens"),
-                rc=F("cost"),
-            ).order_by(),
+    # Per bucket and status, per status and failure reason, per agent: one statement.
+    rows = rolled(
+        tenant,
+        win,
+        state,
+        raw=started.values(
+            "status",
+            b=win.index("created_at"),
+            reason=Coalesce(KT("error__code"), Value(""), output_field=CharField()),
+            agent=F("active_agent"),
+            n=Value(1),
+            tokens=F("token_used"),
+            cost=F("cost_used"),
+        ).order_by(),
+        source=RUNS,
+        keys={"b": "int", "status": "text", "reason": "text", "agent": "text"},
+        sums={"n": "bigint", "tokens": "bigint", "cost": "numeric"},
+        figures=[
+            Figure(("status",), per_bucket=True),
+            Figure(("status", "reason"), per_bucket=False),
+            Figure(("agent",), per_bucket=False),
         ],
-        keys,
-        ["n", "tokens", "cost"],
-        win=win,
-        sets=[["b", "s"], ["s", "reason"], ["agent"]],
-        tuples=True,
     )
     return {**_runs_figures(win, rows), "sessions": _top_sessions(tenant, win, started)}
 
 
 def _runs_figures(win: Window, rows) -> dict[str, Any]:
-    """The runs' figures from the rows of `runs`' grouping sets."""
+    """The runs' figures from the rows of `runs`' figures."""
     statuses: dict[str, dict[Any, int]] = defaultdict(dict)
     tokens: dict[Any, int] = defaultdict(int)
     cost: dict[Any, Decimal] = defaultdict(Decimal)

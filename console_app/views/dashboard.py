@@ -71,9 +71,12 @@ class Links:
 
     def __init__(self, slug: str, win: figures.Window) -> None:
         self.slug, self.win = slug, win
+        self._bases: dict[str, str] = {}  # a page links each list many times
 
     def url(self, name: str, **query) -> str:
-        base = reverse(name, kwargs={"tenant_slug": self.slug})
+        base = self._bases.get(name) or self._bases.setdefault(
+            name, reverse(name, kwargs={"tenant_slug": self.slug})
+        )
         query = {k: v for k, v in query.items() if v not in (None, "")}
         return f"{base}?{urlencode(query)}" if query else base
 

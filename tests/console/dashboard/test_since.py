@@ -1,7 +1,8 @@
-"""The waits' sums since an origin (approvals_app.rollup, `ApprovalWaitSince`): a day's, or a
-month's, histograms are the difference of two sums; a zone's day is the difference at the
-nearest UTC midnights with the quarters in between (stateroom.rollup.cover). The sums equal
-the quarters', go back when a quarter is written anew, and keep only the last KEPT days."""
+"""The rollups' sums since an origin (stateroom.rollup.sum_days: `ApprovalWaitSince`,
+`RunSince`): a day's, or a month's, figures are the difference of two sums; a zone's day
+is the difference at the nearest UTC midnights with the quarters in between
+(stateroom.rollup.cover). The sums equal the quarters', go back when a quarter is written
+anew or opened again, and keep only the last KEPT days."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from approvals_app.models import ApprovalWaitQuarter, ApprovalWaitSince
-from approvals_app.rollup import ALL_TOOLS, KEPT
+from approvals_app.rollup import ALL_TOOLS
 from approvals_app.store import ApprovalStore
-from console_app.selectors.dashboard import _wait_pieces, rollups, window
-from stateroom.rollup import DAY, cover
+from runs_app.models import RunQuarter, RunSince
+from runs_app.store import RunStateStore
+from runs_app.store.content import RUN_ERRORS
+from console_app.selectors.dashboard import rollups, window
+from console_app.selectors.rolled import pieces
+from stateroom.rollup import DAY, KEPT, cover
 from tenancy_app.scoping import in_tenant
 from tests.console.dashboard.data import (
+    OPERATOR,
     PARIS,
     RUNTIME,
     ask,
@@ -114,12 +120,11 @@ def test_a_month_of_paris_days_reads_a_sum_per_midnight(tenant_a):
         win = window("30d", tz, now)
         with in_tenant(tenant_a):
             state = rollups(tenant_a).approvals
-        days, quarters = _wait_pieces(win, state)
-        per_bucket = [piece for piece in days if piece[0] is not None]
+        (days, edges), (window_days, window_edges) = pieces(win, state)
         # the 29 whole days, each the difference of two sums; the last one is read as
-        # quarters up to now
-        assert len(per_bucket) == 2 * 29, tz
-        read = sum((end - start for _, _, start, end, _ in quarters), timedelta())
+        # quarters up to now; the window, two sums and its edges
+        assert len(days) == 2 * 29 and len(window_days) == 2, tz
+        read = sum((end - start for _, start, end, _ in edges + window_edges), timedelta())
         # the edges: about an hour either side of each day in Paris, none in UTC
         assert read <= 29 * 2 * timedelta(hours=edge + 1) + 2 * 24 * H, tz
     assert_figures_are_the_rows(tenant_a, now)
@@ -177,3 +182,59 @@ def test_a_tenant_with_no_decisions_keeps_no_rows(tenant_a):
     assert approvals.days_through == t(31, 0)
     with in_tenant(tenant_a):
         assert not ApprovalWaitSince.objects.exists()
+
+
+def _runs_since(tenant, day) -> Counter:
+    with in_tenant(tenant):
+        rows = RunSince.objects.filter(day=day).values_list("status", "reason", "n", "tokens")
+        return Counter({(status, reason, "n"): n for status, reason, n, _ in rows}) + Counter(
+            {(status, reason, "tokens"): tokens for status, reason, _, tokens in rows}
+        )
+
+
+def _runs_between(tenant, lo, hi) -> Counter:
+    found: Counter = Counter()
+    with in_tenant(tenant):
+        for status, reason, n, tokens in RunQuarter.objects.filter(
+            quarter__gte=lo, quarter__lt=hi
+        ).values_list("status", "reason", "n", "tokens"):
+            found[(status, reason, "n")] += n
+            found[(status, reason, "tokens")] += tokens
+    return found
+
+
+def test_a_runs_quarter_opened_again_takes_back_the_sums_past_it(tenant_a):
+    store = RunStateStore(tenant_a, RUNTIME, clock=at(t(29, 8)))
+    with in_tenant(tenant_a):
+        store.create(run_id="r-1")
+        run = store.compare_and_set(
+            run_id="r-1",
+            expected_version=1,
+            changes={"status": "failed", "error": {"code": "card_declined"}, "token_used": 9},
+        )
+    roll_up(tenant_a, t(31, 10))
+    assert states(tenant_a)[1].days_through == t(31, 0)
+    grown = _runs_since(tenant_a, t(30, 0))
+    grown.subtract(_runs_since(tenant_a, t(29, 0)))
+    assert +grown == _runs_between(tenant_a, t(29, 0), t(30, 0))
+    assert +grown == Counter(
+        {("failed", "card_declined", "n"): 1, ("failed", "card_declined", "tokens"): 9}
+    )
+    assert_figures_are_the_rows(tenant_a, t(31, 10))
+    # the error's content deleted: its quarter is read from the rows again, and the sums
+    # past it (they hold the old reason) with it
+    with in_tenant(tenant_a):
+        RunStateStore(tenant_a, OPERATOR, clock=at(t(31, 11))).redact_content(
+            RUN_ERRORS, run.pk, after=None, limit=10, now=t(31, 11)
+        )
+    runs_state = states(tenant_a)[1]
+    assert runs_state.open_quarters == [t(29, 8)] and runs_state.days_through == t(29, 0)
+    with in_tenant(tenant_a):
+        assert not RunSince.objects.filter(day__gt=t(29, 0)).exists()
+    assert_figures_are_the_rows(tenant_a, t(31, 11))
+    roll_up(tenant_a, t(31, 11))
+    assert states(tenant_a)[1].days_through == t(31, 0)
+    assert _runs_since(tenant_a, t(31, 0)) == Counter(
+        {("failed", "", "n"): 1, ("failed", "", "tokens"): 9}
+    )
+    assert_figures_are_the_rows(tenant_a, t(31, 11))
