@@ -317,8 +317,9 @@ class ApprovalQuarter(TenantOwned):
 
 
 class ApprovalWaitQuarter(TenantOwned):
-    """The approvals a person decided in one closed quarter hour, per tool and risk: how
-    long each waited, as a log histogram (stateroom.rollup: count and sum per bin)."""
+    """The approvals a person decided in one closed quarter hour, per tool and risk, and per
+    risk over every tool (`tool_name` ''; the API refuses a blank tool name): how long each
+    waited, as a log histogram (stateroom.rollup: count and sum per bin)."""
 
     pk = models.CompositePrimaryKey("tenant", "quarter", "risk", "tool_name", "bin")
     tenant = rollup_tenant()

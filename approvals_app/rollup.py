@@ -56,15 +56,14 @@ SINCE = ApprovalWaitSince._meta.db_table
 ALL_TOOLS = ""  # the tool_name of the sums over every tool
 
 # The sums up to the midnight %(day)s: those up to %(before)s (a day earlier; none at the
-# origin) and that day's quarters, per tool and risk, and per risk over every tool.
+# origin) and that day's quarters.
 ADD_DAY = (
     f"INSERT INTO {SINCE} (tenant_id, day, tool_name, risk, bin, n, total)"
     " SELECT %(tenant)s, %(day)s, tool_name, risk, bin, sum(n), sum(total) FROM ("
     f" SELECT tool_name, risk, bin, n, total FROM {SINCE}"
     " WHERE tenant_id = %(tenant)s AND day = %(before)s"
-    f" UNION ALL SELECT coalesce(tool_name, '{ALL_TOOLS}'), risk, bin, sum(n), sum(total)"
-    f" FROM {WAITS} WHERE tenant_id = %(tenant)s AND quarter >= %(before)s"
-    " AND quarter < %(day)s GROUP BY GROUPING SETS ((tool_name, risk, bin), (risk, bin))"
+    f" UNION ALL SELECT tool_name, risk, bin, n, total FROM {WAITS}"
+    " WHERE tenant_id = %(tenant)s AND quarter >= %(before)s AND quarter < %(day)s"
     ") AS summed GROUP BY tool_name, risk, bin ORDER BY tool_name, risk, bin"
 )
 
@@ -87,13 +86,16 @@ ROLLUP = rollup.Rollup(
             ]
         )
         + ") AS counted GROUP BY q, kind ORDER BY q, kind",
-        f"INSERT INTO {WAITS}"
-        " (tenant_id, quarter, risk, tool_name, bin, n, total)"
-        f" SELECT %(tenant)s, {quarter_sql('t.decided_at')}, t.risk, t.tool_name,"
-        f" {wait_bin_sql('t.created_at', 't.decided_at')}, count(*),"
-        " sum(EXTRACT(EPOCH FROM t.decided_at - t.created_at)::float8)"
+        # per tool and risk, and per risk over every tool
+        f"INSERT INTO {WAITS} (tenant_id, quarter, risk, tool_name, bin, n, total)"
+        f" SELECT %(tenant)s, q, risk, coalesce(tool_name, '{ALL_TOOLS}'), bin, count(*),"
+        f" sum(wait) FROM (SELECT {quarter_sql('t.decided_at')} AS q, t.risk, t.tool_name,"
+        f" {wait_bin_sql('t.created_at', 't.decided_at')} AS bin,"
+        " EXTRACT(EPOCH FROM t.decided_at - t.created_at)::float8 AS wait"
         + in_ranges(APPROVALS, "decided_at")
-        + " AND t.decision <> '' GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5",
+        + " AND t.decision <> '') AS waited"
+        " GROUP BY GROUPING SETS ((q, risk, tool_name, bin), (q, risk, bin))"
+        " ORDER BY 2, 3, 4, 5",
     ),
     first=f"SELECT min(created_at) FROM {APPROVALS} WHERE tenant_id = %(tenant)s",
     since=SINCE,

@@ -328,8 +328,8 @@ def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]
         sums={"n": "int", "total": "float8"},
         figures=[
             # per bucket and risk: the sums over every tool
-            Figure(("risk", "bin"), per_bucket=True, since_where=f"x.tool_name = '{ALL_TOOLS}'"),
-            Figure(("tool_name", "risk", "bin"), False, since_where=f"x.tool_name > '{ALL_TOOLS}'"),
+            Figure(("risk", "bin"), per_bucket=True, where=f"x.tool_name = '{ALL_TOOLS}'"),
+            Figure(("tool_name", "risk", "bin"), False, where=f"x.tool_name > '{ALL_TOOLS}'"),
         ],
         outer=lambda binned: percentiles_sql(binned, ["b", "tool_name", "risk"]),
     )

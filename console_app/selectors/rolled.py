@@ -33,11 +33,11 @@ _COUNTS = ("int", "bigint")
 @dataclass(frozen=True)
 class Figure:
     """One grouping of a `rolled` statement: the keys it keeps (the others come back
-    NULL), per bucket or over the whole window, and which of the sums' rows it reads."""
+    NULL), per bucket or over the whole window, and which of the rollup's rows it reads."""
 
     keys: tuple[str, ...]
     per_bucket: bool
-    since_where: str = ""  # a condition on the sums' rows (alias x)
+    where: str = ""  # a condition on the rollup's rows (alias x)
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,8 @@ def rolled(
         ) + "".join(f", v.sign * x.{name}" for name in sums)
         # Each piece one range of the primary key (a nested loop whatever the statistics
         # say: OFFSET 0 keeps the planner from flattening it into a join it may misjudge).
+        where = f" AND {figure.where}" if figure.where else ""
         if days:
-            where = f" AND {figure.since_where}" if figure.since_where else ""
             selects.append(
                 f"SELECT {head} FROM unnest(%s::int[], %s::timestamptz[], %s::int[])"
                 f" AS v(b, day, sign) CROSS JOIN LATERAL (SELECT * FROM {source.since} x"
@@ -130,7 +130,7 @@ def rolled(
                 f"SELECT {head} FROM unnest(%s::int[], %s::timestamptz[], %s::timestamptz[],"
                 " %s::int[]) AS v(b, lo, hi, sign) CROSS JOIN LATERAL (SELECT *"
                 f" FROM {source.quarters} x WHERE x.tenant_id = %s AND x.quarter >= v.lo"
-                " AND x.quarter < v.hi OFFSET 0) AS x"
+                f" AND x.quarter < v.hi{where} OFFSET 0) AS x"
             )
             params += [*_columns(edges, 4), tenant.pk]
     summed = ", ".join(

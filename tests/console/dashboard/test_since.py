@@ -16,11 +16,11 @@ import pytest
 from approvals_app.models import ApprovalWaitQuarter, ApprovalWaitSince
 from approvals_app.rollup import ALL_TOOLS
 from approvals_app.store import ApprovalStore
+from console_app.selectors.dashboard import rollups, window
+from console_app.selectors.rolled import pieces
 from runs_app.models import RunQuarter, RunSince
 from runs_app.store import RunStateStore
 from runs_app.store.content import RUN_ERRORS
-from console_app.selectors.dashboard import rollups, window
-from console_app.selectors.rolled import pieces
 from stateroom.rollup import DAY, KEPT, cover
 from tenancy_app.scoping import in_tenant
 from tests.console.dashboard.data import (
@@ -84,13 +84,13 @@ def _sums(tenant, day) -> Counter:
 
 
 def _quarters(tenant, lo, hi) -> Counter:
+    """The quarters' histograms between `lo` and `hi` summed, per tool and over every tool."""
     found: Counter = Counter()
     with in_tenant(tenant):
         for tool, risk, b, n in ApprovalWaitQuarter.objects.filter(
             quarter__gte=lo, quarter__lt=hi
         ).values_list("tool_name", "risk", "bin", "n"):
             found[(tool, risk, b)] += n
-            found[(ALL_TOOLS, risk, b)] += n
     return found
 
 
@@ -108,6 +108,14 @@ def test_each_days_sum_is_the_one_before_plus_that_days_quarters(tenant_a):
         assert +grown == _quarters(tenant_a, day, day + DAY), day
         day += DAY
     assert _sums(tenant_a, t(31, 0))[("refund", "high", 0)] == 0  # (no wait under 1 ms)
+    # per risk over every tool: the per-tool histograms' sums
+    every_tool: Counter = Counter()
+    for (tool, risk, b), n in _sums(tenant_a, t(31, 0)).items():
+        if tool != ALL_TOOLS:
+            every_tool[(ALL_TOOLS, risk, b)] += n
+    assert every_tool == Counter(
+        {key: n for key, n in _sums(tenant_a, t(31, 0)).items() if key[0] == ALL_TOOLS}
+    )
     # the decisions before 31 March (a-refund-3 waited past midnight)
     assert sum(n for (tool, *_), n in _sums(tenant_a, t(31, 0)).items() if tool) == 6
 
