@@ -181,6 +181,26 @@ class State:
     days: tuple[datetime, datetime] | None = None
 
 
+def _locked_state(rollup: Rollup, cursor, tenant_id: int, through: datetime) -> tuple:
+    """The tenant's state row, locked (created first if missing): closed through when, and
+    the quarters left open; a first refresh closes from the first row on."""
+    cursor.execute(
+        f"INSERT INTO {rollup.state} (tenant_id, closed_through, open_quarters)"
+        " VALUES (%s, NULL, '{}') ON CONFLICT (tenant_id) DO NOTHING",
+        [tenant_id],
+    )
+    cursor.execute(
+        f"SELECT closed_through, open_quarters FROM {rollup.state} WHERE tenant_id = %s FOR UPDATE",
+        [tenant_id],
+    )
+    closed_through, open_quarters = cursor.fetchone()
+    if closed_through is None:
+        cursor.execute(rollup.first, {"tenant": tenant_id})
+        first = cursor.fetchone()[0]
+        closed_through = min(quarter_of(first), through) if first else through
+    return closed_through, open_quarters
+
+
 def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
     """Roll up every quarter that can be closed at `now`; how many were closed.
 
@@ -189,21 +209,7 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
     """
     through = quarter_of(now - COMMIT_LAG)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {rollup.state} (tenant_id, closed_through, open_quarters)"
-            " VALUES (%s, NULL, '{}') ON CONFLICT (tenant_id) DO NOTHING",
-            [tenant_id],
-        )
-        cursor.execute(
-            f"SELECT closed_through, open_quarters FROM {rollup.state}"
-            " WHERE tenant_id = %s FOR UPDATE",
-            [tenant_id],
-        )
-        closed_through, open_quarters = cursor.fetchone()
-        if closed_through is None:  # the first refresh: from the first row on
-            cursor.execute(rollup.first, {"tenant": tenant_id})
-            first = cursor.fetchone()[0]
-            closed_through = min(quarter_of(first), through) if first else through
+        closed_through, open_quarters = _locked_state(rollup, cursor, tenant_id, through)
         behind = set(open_quarters)
         ahead = [(closed_through, through)] if through > closed_through else []
         # Never back (a refresh with an older now): what is closed stays closed.

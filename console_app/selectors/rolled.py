@@ -70,6 +70,56 @@ def pieces(win: Window, state: State) -> tuple[tuple[list, list], tuple[list, li
     return per_bucket, window
 
 
+def _keeps(figure: Figure, name: str) -> bool:
+    return figure.per_bucket if name == "b" else name in figure.keys
+
+
+def _raw_select(raw_sql: str, keys: dict[str, str], sums: dict[str, str], figures) -> str:
+    """The raw rows, once per figure (g.k): a figure's keys, the others NULL."""
+    columns = []
+    for name, kind in keys.items():
+        holders = [str(n) for n, figure in enumerate(figures) if _keeps(figure, name)]
+        if len(holders) == len(figures):
+            columns.append(f"r.{name}")
+        elif holders:
+            columns.append(f"CASE WHEN g.k IN ({', '.join(holders)}) THEN r.{name} END AS {name}")
+        else:
+            columns.append(f"NULL::{kind} AS {name}")
+    return (
+        f"SELECT {', '.join(columns)}, {', '.join(f'r.{name}' for name in sums)}"
+        f" FROM ({raw_sql}) AS r CROSS JOIN (VALUES"
+        f" {', '.join(f'({n})' for n in range(len(figures)))}) AS g(k)"
+    )
+
+
+def _piece_selects(tenant, source, figure, days, edges, keys, sums, params: list) -> list[str]:
+    """The statements reading `figure`'s pieces (their parameters appended to `params`):
+    each piece one range of the primary key, a nested loop whatever the statistics say
+    (OFFSET 0 keeps the planner from flattening it into a join it may misjudge)."""
+    head = ", ".join(
+        ("v.b" if name == "b" else f"x.{name}") if _keeps(figure, name) else f"NULL::{kind}"
+        for name, kind in keys.items()
+    ) + "".join(f", v.sign * x.{name}" for name in sums)
+    where = f" AND {figure.where}" if figure.where else ""
+    selects = []
+    if days:
+        selects.append(
+            f"SELECT {head} FROM unnest(%s::int[], %s::timestamptz[], %s::int[])"
+            f" AS v(b, day, sign) CROSS JOIN LATERAL (SELECT * FROM {source.since} x"
+            f" WHERE x.tenant_id = %s AND x.day = v.day{where} OFFSET 0) AS x"
+        )
+        params += [*_columns(days, 3), tenant.pk]
+    if edges:
+        selects.append(
+            f"SELECT {head} FROM unnest(%s::int[], %s::timestamptz[], %s::timestamptz[],"
+            " %s::int[]) AS v(b, lo, hi, sign) CROSS JOIN LATERAL (SELECT *"
+            f" FROM {source.quarters} x WHERE x.tenant_id = %s AND x.quarter >= v.lo"
+            f" AND x.quarter < v.hi{where} OFFSET 0) AS x"
+        )
+        params += [*_columns(edges, 4), tenant.pk]
+    return selects
+
+
 def rolled(
     tenant: Tenant,
     win: Window,
@@ -89,50 +139,11 @@ def rolled(
     Rows as tuples (keys, then sums; or `outer`'s columns), "b" as its bucket's key."""
     raw_sql, params = raw.query.sql_with_params()
     params = list(params)
-
-    def keeps(figure: Figure, name: str) -> bool:
-        return figure.per_bucket if name == "b" else name in figure.keys
-
-    # The raw rows, once per figure (g.k): a figure's keys, the others NULL.
-    columns = []
-    for name, kind in keys.items():
-        holders = [str(n) for n, figure in enumerate(figures) if keeps(figure, name)]
-        if len(holders) == len(figures):
-            columns.append(f"r.{name}")
-        elif holders:
-            columns.append(f"CASE WHEN g.k IN ({', '.join(holders)}) THEN r.{name} END AS {name}")
-        else:
-            columns.append(f"NULL::{kind} AS {name}")
-    selects = [
-        f"SELECT {', '.join(columns)}, {', '.join(f'r.{name}' for name in sums)}"
-        f" FROM ({raw_sql}) AS r CROSS JOIN (VALUES"
-        f" {', '.join(f'({n})' for n in range(len(figures)))}) AS g(k)"
-    ]
+    selects = [_raw_select(raw_sql, keys, sums, figures)]
     per_bucket, window = pieces(win, state)
     for figure in figures:
         days, edges = per_bucket if figure.per_bucket else window
-        head = ", ".join(
-            ("v.b" if name == "b" else f"x.{name}") if keeps(figure, name) else f"NULL::{kind}"
-            for name, kind in keys.items()
-        ) + "".join(f", v.sign * x.{name}" for name in sums)
-        # Each piece one range of the primary key (a nested loop whatever the statistics
-        # say: OFFSET 0 keeps the planner from flattening it into a join it may misjudge).
-        where = f" AND {figure.where}" if figure.where else ""
-        if days:
-            selects.append(
-                f"SELECT {head} FROM unnest(%s::int[], %s::timestamptz[], %s::int[])"
-                f" AS v(b, day, sign) CROSS JOIN LATERAL (SELECT * FROM {source.since} x"
-                f" WHERE x.tenant_id = %s AND x.day = v.day{where} OFFSET 0) AS x"
-            )
-            params += [*_columns(days, 3), tenant.pk]
-        if edges:
-            selects.append(
-                f"SELECT {head} FROM unnest(%s::int[], %s::timestamptz[], %s::timestamptz[],"
-                " %s::int[]) AS v(b, lo, hi, sign) CROSS JOIN LATERAL (SELECT *"
-                f" FROM {source.quarters} x WHERE x.tenant_id = %s AND x.quarter >= v.lo"
-                f" AND x.quarter < v.hi{where} OFFSET 0) AS x"
-            )
-            params += [*_columns(edges, 4), tenant.pk]
+        selects += _piece_selects(tenant, source, figure, days, edges, keys, sums, params)
     summed = ", ".join(
         f"sum({name}::float8)::{kind} AS {name}"
         if kind in _COUNTS
