@@ -181,24 +181,28 @@ class State:
     days: tuple[datetime, datetime] | None = None
 
 
+_STATE_COLUMNS = "closed_through, open_quarters, days_from, days_through"
+
+
 def _locked_state(rollup: Rollup, cursor, tenant_id: int, through: datetime) -> tuple:
-    """The tenant's state row, locked (created first if missing): closed through when, and
-    the quarters left open; a first refresh closes from the first row on."""
+    """The tenant's state row, locked (created first if missing): closed through when, the
+    quarters left open and the midnights its sums are held at; a first refresh closes from
+    the first row on."""
     cursor.execute(
         f"INSERT INTO {rollup.state} (tenant_id, closed_through, open_quarters)"
         " VALUES (%s, NULL, '{}') ON CONFLICT (tenant_id) DO NOTHING",
         [tenant_id],
     )
     cursor.execute(
-        f"SELECT closed_through, open_quarters FROM {rollup.state} WHERE tenant_id = %s FOR UPDATE",
+        f"SELECT {_STATE_COLUMNS} FROM {rollup.state} WHERE tenant_id = %s FOR UPDATE",
         [tenant_id],
     )
-    closed_through, open_quarters = cursor.fetchone()
+    closed_through, open_quarters, *days = cursor.fetchone()
     if closed_through is None:
         cursor.execute(rollup.first, {"tenant": tenant_id})
         first = cursor.fetchone()[0]
         closed_through = min(quarter_of(first), through) if first else through
-    return closed_through, open_quarters
+    return closed_through, open_quarters, tuple(days)
 
 
 def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
@@ -209,7 +213,7 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
     """
     through = quarter_of(now - COMMIT_LAG)
     with connection.cursor() as cursor:
-        closed_through, open_quarters = _locked_state(rollup, cursor, tenant_id, through)
+        closed_through, open_quarters, days = _locked_state(rollup, cursor, tenant_id, through)
         behind = set(open_quarters)
         ahead = [(closed_through, through)] if through > closed_through else []
         # Never back (a refresh with an older now): what is closed stays closed.
@@ -219,7 +223,7 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
                 f"UPDATE {rollup.state} SET closed_through = %s WHERE tenant_id = %s",
                 [through, tenant_id],
             )
-            sum_days(rollup, tenant_id, None, min([through, *open_quarters]))
+            sum_days(rollup, tenant_id, days, None, min([through, *open_quarters]))
             return 0
         cursor.execute(rollup.live, {"tenant": tenant_id, "through": through})
         live = sorted(row[0] for row in cursor.fetchall())
@@ -247,7 +251,7 @@ def refresh(rollup: Rollup, tenant_id: int, now: datetime) -> int:
             " WHERE tenant_id = %s",
             [through, live, tenant_id],
         )
-    sum_days(rollup, tenant_id, min(behind, default=None), min([through, *live]))
+    sum_days(rollup, tenant_id, days, min(behind, default=None), min([through, *live]))
     return sum((end - start) // QUARTER for start, end in todo) - len(live)
 
 
@@ -256,14 +260,13 @@ def reopen(rollup: Rollup, tenant_id: int, quarters: Iterable[datetime]) -> None
     raw again and the next refresh closes them anew. In the caller's transaction."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT closed_through, open_quarters FROM {rollup.state}"
-            " WHERE tenant_id = %s FOR UPDATE",
+            f"SELECT {_STATE_COLUMNS} FROM {rollup.state} WHERE tenant_id = %s FOR UPDATE",
             [tenant_id],
         )
         row = cursor.fetchone()
         if row is None or row[0] is None:
             return
-        closed_through, open_quarters = row
+        closed_through, open_quarters, *days = row
         again = sorted({q for q in quarters if q < closed_through} - set(open_quarters))
         if not again:
             return
@@ -276,26 +279,31 @@ def reopen(rollup: Rollup, tenant_id: int, quarters: Iterable[datetime]) -> None
             f"UPDATE {rollup.state} SET open_quarters = %s WHERE tenant_id = %s",
             [sorted([*open_quarters, *again]), tenant_id],
         )
-    sum_days(rollup, tenant_id, again[0], min([closed_through, *open_quarters, *again]))
+    sum_days(
+        rollup, tenant_id, tuple(days), again[0], min([closed_through, *open_quarters, *again])
+    )
 
 
 KEPT = 32  # days of sums kept: a window is at most 30 days of any zone, and its edges
 
 
-def sum_days(rollup: Rollup, tenant_id: int, refilled: datetime | None, frontier: datetime) -> None:
+def sum_days(
+    rollup: Rollup,
+    tenant_id: int,
+    held: tuple[datetime | None, ...],
+    refilled: datetime | None,
+    frontier: datetime,
+) -> None:
     """Keep `rollup.since` at every UTC midnight of the last KEPT days up to `frontier` (every
     quarter before it closed), first dropping the sums past `refilled`, a quarter closed
     before and written anew or opened again (a sum up to D holds the quarters before D).
-    The state row records the first and last midnights held (`State.days`)."""
+    `held`: the first and last midnights held, as the locked state row says; the row then
+    records the new ones (`State.days`). In the transaction that locked it."""
     if rollup.since is None:
         return
+    first, last = held
+    target = day_of(frontier)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT days_from, days_through FROM {rollup.state} WHERE tenant_id = %s",
-            [tenant_id],
-        )
-        first, last = cursor.fetchone()
-        target = day_of(frontier)
         if last is not None and target < last and (refilled is None or target < refilled):
             refilled = target  # (what moves the frontier back is a quarter opened again)
         if last is not None and refilled is not None and refilled < last:
@@ -318,7 +326,8 @@ def sum_days(rollup: Rollup, tenant_id: int, refilled: datetime | None, frontier
             cursor.execute(
                 f"DELETE FROM {rollup.since} WHERE tenant_id = %s AND day < %s", [tenant_id, first]
             )
-        cursor.execute(
-            f"UPDATE {rollup.state} SET days_from = %s, days_through = %s WHERE tenant_id = %s",
-            [first, last, tenant_id],
-        )
+        if (first, last) != tuple(held):
+            cursor.execute(
+                f"UPDATE {rollup.state} SET days_from = %s, days_through = %s WHERE tenant_id = %s",
+                [first, last, tenant_id],
+            )

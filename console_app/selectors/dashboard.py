@@ -110,6 +110,12 @@ class Window:
             output_field=IntegerField(),
         )
 
+    def keyed(self, rows: list[tuple], at: int) -> list[tuple]:
+        """`rows` with column `at` (a bucket's number, `index`; 0 or None: no bucket) as the
+        bucket's key."""
+        keys = [None, *self.keys]
+        return [(*row[:at], keys[row[at] or 0], *row[at + 1 :]) for row in rows]
+
     def within(self, column: str) -> Q:
         return Q(**{f"{column}__gte": self.start, f"{column}__lt": self.end})
 
@@ -155,7 +161,7 @@ def _series(win: Window, rows, value: str = "n") -> list:
 # --- The rollups: closed quarters summed from the rollup tables, the rest from the rows. ---
 
 # Each sum's SQL type: what the rows' and the rollups' sums add up to.
-_SUMS = {"n": "bigint", "tokens": "bigint", "cost": "numeric", "total": "float8"}
+_SUMS = {"n": "bigint", "tokens": "bigint", "cost": "numeric"}
 
 
 @dataclass(frozen=True)
@@ -206,44 +212,31 @@ def _summed(
     sums: list[str],
     *,
     top: str = "",
-    per: str = "",
     win: Window | None = None,
-    sets: list[list[str]] | None = None,
-    tuples: bool = False,
-    outer=None,
-) -> list:
+) -> list[dict]:
     """The rows of `parts` (querysets of `values(*keys).annotate(*sums)`, in that order: the
-    rows' own and the rollup's), summed per key in one statement; per each of `sets` (keys
-    the others leave NULL) when given; with `top` (an ORDER BY), the first TOP rows (of each
-    `per`); `outer(sql)`, a statement over those sums. With `win`, "b" (a bucket's number,
-    `Window.index`) comes back as its key. Dicts, or tuples (keys, then sums) for many rows."""
+    rows' own and the rollup's), summed per key in one statement; with `top` (an ORDER BY),
+    the first TOP rows. With `win`, "b" (a bucket's number, `Window.index`) comes back as
+    its key. (The waits and the runs, summed from the rollups' sums too: `rolled`.)"""
     compiled = [qs.query.sql_with_params() for qs in parts]
     sums_sql = ", ".join(f"sum({name})::{_SUMS[name]} AS {name}" for name in sums)
-    group = ", ".join(keys)
-    if sets:
-        group = "GROUPING SETS (" + ", ".join(f"({', '.join(s)})" for s in sets) + ")"
     sql = (
         f"SELECT {', '.join(keys)}, {sums_sql} FROM ("
         + " UNION ALL ".join(f"({part})" for part, _ in compiled)
-        + f") AS parts GROUP BY {group}"
+        + f") AS parts GROUP BY {', '.join(keys)}"
     )
-    if outer:
-        sql = outer(sql)
     if top:
-        partition = f"PARTITION BY {per} " if per else ""
         sql = (
-            f"SELECT * FROM (SELECT *, row_number() OVER ({partition}ORDER BY {top}) AS rank"
-            f" FROM ({sql}) AS summed) AS ranked WHERE rank <= {TOP} ORDER BY {per or 'rank'}, rank"
+            f"SELECT * FROM (SELECT *, row_number() OVER (ORDER BY {top}) AS rank"
+            f" FROM ({sql}) AS summed) AS ranked WHERE rank <= {TOP} ORDER BY rank"
         )
     with connection.cursor() as cursor:
         cursor.execute(sql, [param for _, params in compiled for param in params])
         names = [column.name for column in cursor.description]
         rows = cursor.fetchall()
-    if win is not None:  # the bucket's number as its key (None: a set without buckets)
-        at = names.index("b")
-        keyed = [None, *win.keys]
-        rows = [(*row[:at], keyed[row[at] or 0], *row[at + 1 :]) for row in rows]
-    return rows if tuples else [dict(zip(names, row, strict=True)) for row in rows]
+    if win is not None:
+        rows = win.keyed(rows, names.index("b"))
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def _latency(n: int, p50_lo, p50_hi, p95_lo, p95_hi) -> dict:

@@ -11,7 +11,7 @@ day and the quarters at each day's edges, whatever the tenant did in it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.db import connection
 
@@ -158,6 +158,4 @@ def rolled(
     with connection.cursor() as cursor:
         cursor.execute(outer(sql) if outer else sql, params)
         at = [column.name for column in cursor.description].index("b")
-        found = cursor.fetchall()
-    keyed: list[Any] = [None, *win.keys]
-    return [(*row[:at], keyed[row[at] or 0], *row[at + 1 :]) for row in found]
+        return win.keyed(cursor.fetchall(), at)
