@@ -137,11 +137,16 @@ class ApprovalPending(ApprovalBase):
         """
         bound = " AND id < %s" if cursor is not None else ""
         # The page first, then its runs: a run is looked up for each row shown, not for
-        # each pending row of the tenant (the cost would grow with the backlog).
+        # each pending row of the tenant (the cost would grow with the backlog). The page
+        # is the newest pending rows walked backwards on (tenant_id, status, id), the
+        # expiry checked per row: written as `expires_at IS NULL OR …`, the expiry index
+        # answers it as a bitmap OR and a sort of the tenant's whole backlog, and where a
+        # few tenants hold most rows the planner prefers that and plans it anew on every
+        # call (0.78 ms against 0.17, measured at the bench's 1 M scale with a busy tenant).
         sql = (
             f"SELECT {_PENDING_COLUMNS} FROM (SELECT * FROM {_APPROVALS}"
             " WHERE tenant_id = %s AND status = %s"
-            f" AND (expires_at IS NULL OR expires_at > %s){bound}"
+            f" AND coalesce(expires_at, 'infinity') > %s{bound}"
             f" ORDER BY id DESC LIMIT %s) a JOIN {_RUNS} r ON r.tenant_id = a.tenant_id"
             " AND r.id = a.run_id ORDER BY a.id DESC"
         )

@@ -522,6 +522,7 @@ def test_an_approval_past_expires_at_reads_expired_in_detail_list_and_filters(
 ):
     expired = asked_an_hour_ago(tenant_a, "late", "r1")
     make_approval(tenant_a, run_id="r2", approval_id="live")
+    make_approval(tenant_a, run_id="r3", approval_id="forever", expires_at=None)
     asked_an_hour_ago(tenant_b, "b-late", "r1")
     before = audit_count(tenant_a, "approval.expired")
 
@@ -537,9 +538,10 @@ def test_an_approval_past_expires_at_reads_expired_in_detail_list_and_filters(
         page = api_a.get(f"/api/v1/approvals{query}").json()["results"]
         return [(a["approval_id"], a["status"]) for a in page]
 
-    assert listed("?status=pending") == [("live", "pending")]
+    # Newest first; an approval without an expiry stays pending.
+    assert listed("?status=pending") == [("forever", "pending"), ("live", "pending")]
     assert listed("?status=expired") == [("late", "expired")]
-    assert listed("") == [("live", "pending"), ("late", "expired")]
+    assert listed("") == [("forever", "pending"), ("live", "pending"), ("late", "expired")]
     assert listed("?run_id=r1&status=expired") == [("late", "expired")]
     # Another tenant's id is 404, past due or not; its rows are not listed.
     assert error_of(api_b.get("/api/v1/approvals/late"))[:2] == (404, "not_found")
