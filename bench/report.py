@@ -404,8 +404,8 @@ def _console_rows(console: dict) -> list[list]:
                 _f(page.get("p50_ms"), 1),
                 _f(page.get("p95_ms"), 1),
                 _f(page.get("queries"), 0),
-                "p95 < 150 ms, constant queries",
-                _page_verdict(page),
+                "reference" if page.get("reference") else "p95 < 150 ms, constant queries",
+                _page_verdict(page) if not page.get("reference") or "error" in page else "—",
             ]
         )
     keyset = console.get("timeline_keyset")

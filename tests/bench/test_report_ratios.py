@@ -42,3 +42,28 @@ def test_the_checkpointers_include_the_whole_graph_and_say_when_not_measured():
     assert rows[6][-1] == "**MISSED**: 4.00x PostgresSaver (p50)"
     failed = langgraph_rows({"error": "RuntimeError: no"})
     assert failed[0][-1] == "NOT MEASURED: RuntimeError: no"
+
+
+def test_a_reference_page_has_no_target_and_no_verdict():
+    from bench.report import _console_rows
+
+    def page(name: str, p95: float, **extra) -> dict:
+        return {
+            "page": name,
+            "path": "/t/x/dashboard/?range=30d",
+            "ops_per_s": 2.0,
+            "p50_ms": p95 - 20,
+            "p95_ms": p95,
+            "queries": 18,
+            "queries_constant": True,
+            "target_p95_ms": 150.0,
+            "met": p95 < 150,
+            **extra,
+        }
+
+    rows = _console_rows(
+        {"pages": [page("from the rows alone", 550.0, reference=True), page("rolled up", 160.0)]}
+    )
+    assert [row[-2:] for row in rows][0] == ["reference", "—"]
+    assert rows[1][-2] == "p95 < 150 ms, constant queries"
+    assert rows[1][-1].startswith("**MISSED**: p95 160 ms")
