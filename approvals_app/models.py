@@ -3,6 +3,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 
+from stateroom.fields import TenantForeignKey, TenantOneToOneField
 from tenancy_app.models import RollupState, TenantOwned, rollup_tenant
 
 
@@ -72,7 +73,7 @@ class ApprovalRequest(TenantOwned):
     """
 
     approval_id = models.CharField(max_length=128)
-    run = models.ForeignKey(
+    run = TenantForeignKey(
         "runs_app.Run", on_delete=models.PROTECT, related_name="approvals", db_constraint=False
     )
     tool_name = models.CharField(max_length=200)
@@ -133,7 +134,7 @@ class ApprovalRequest(TenantOwned):
     void_reason = models.TextField(blank=True, default="")
     void_details = models.JSONField(null=True, blank=True)
     # The voided approval this one asks again (the same call, asked anew after the void).
-    replaces = models.OneToOneField(
+    replaces = TenantOneToOneField(
         "self",
         null=True,
         blank=True,
@@ -156,7 +157,7 @@ class ApprovalRequest(TenantOwned):
 
     # Routing (approvals_app.routing): who is asked, recorded when it is asked; a
     # reassignment or an escalation changes them (audited). Member and group pks.
-    route_rule = models.ForeignKey(
+    route_rule = TenantForeignKey(
         "RoutingRule",
         null=True,
         blank=True,

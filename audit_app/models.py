@@ -1,5 +1,6 @@
 from django.db import models
 
+from stateroom.fields import TenantOneToOneField
 from tenancy_app.models import TenantOwned
 
 
@@ -60,7 +61,7 @@ class AuditPayload(TenantOwned):
     deletes the payloads of the events about it; the chain still verifies.
     """
 
-    event = models.OneToOneField(
+    event = TenantOneToOneField(
         AuditEvent, on_delete=models.PROTECT, related_name="payload", db_constraint=False
     )
     # The event's target, copied: content is deleted per subject.

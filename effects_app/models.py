@@ -1,5 +1,6 @@
 from django.db import models
 
+from stateroom.fields import TenantForeignKey
 from tenancy_app.models import TenantOwned, hot_row_tenant
 
 
@@ -19,14 +20,14 @@ class ExternalEffect(TenantOwned):
 
     tenant = hot_row_tenant()
     effect_id = models.CharField(max_length=128)
-    run = models.ForeignKey(
+    run = TenantForeignKey(
         "runs_app.Run",
         on_delete=models.PROTECT,
         related_name="effects",
         db_constraint=False,
         db_index=False,
     )
-    approval = models.ForeignKey(
+    approval = TenantForeignKey(
         "approvals_app.ApprovalRequest",
         null=True,
         blank=True,

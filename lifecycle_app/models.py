@@ -6,6 +6,7 @@ through their stores.
 
 from django.db import models
 
+from stateroom.fields import TenantForeignKey
 from tenancy_app.models import TenantOwned
 
 
@@ -32,13 +33,13 @@ class Deletion(TenantOwned):
     """
 
     deletion_id = models.CharField(max_length=128)
-    session = models.ForeignKey(
+    session = TenantForeignKey(
         "sessions_app.Session",
         on_delete=models.PROTECT,
         related_name="deletions",
         db_constraint=False,
     )
-    erasure = models.ForeignKey(
+    erasure = TenantForeignKey(
         "Erasure",
         null=True,
         blank=True,

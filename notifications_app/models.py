@@ -4,6 +4,7 @@ members, each member's preferences, and every notification (the trail)."""
 from django.conf import settings
 from django.db import models
 
+from stateroom.fields import TenantForeignKey
 from tenancy_app.models import TenantOwned
 
 
@@ -48,7 +49,7 @@ class ChatLink(TenantOwned):
     """A chat user (Slack's `U…` id) an admin linked to a member: only a linked user's
     clicks are taken, as that member."""
 
-    channel = models.ForeignKey(
+    channel = TenantForeignKey(
         Channel, on_delete=models.CASCADE, related_name="links", db_constraint=False
     )
     external_user_id = models.CharField(max_length=64)
@@ -118,7 +119,7 @@ class Notification(TenantOwned):
     recipient = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    channel = models.ForeignKey(
+    channel = TenantForeignKey(
         Channel,
         null=True,
         blank=True,

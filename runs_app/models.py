@@ -3,6 +3,7 @@ from datetime import datetime, timedelta
 from django.db import models
 from django.utils.functional import cached_property
 
+from stateroom.fields import TenantForeignKey
 from tenancy_app.models import RollupState, TenantOwned, hot_row_tenant, rollup_tenant
 
 
@@ -45,7 +46,7 @@ class Run(TenantOwned):
     """RunState of seed 000: the current facts of one execution, changed only by CAS."""
 
     run_id = models.CharField(max_length=128)
-    session = models.ForeignKey(
+    session = TenantForeignKey(
         "sessions_app.Session",
         null=True,
         blank=True,
@@ -53,7 +54,7 @@ class Run(TenantOwned):
         related_name="runs",
         db_constraint=False,
     )
-    task = models.ForeignKey(
+    task = TenantForeignKey(
         "tasks_app.Task",
         null=True,
         blank=True,
@@ -162,7 +163,7 @@ class RunTransition(TenantOwned):
     (`hot_row_tenant`; `run_transition_uniq` leads with tenant and run)."""
 
     tenant = hot_row_tenant()
-    run = models.ForeignKey(
+    run = TenantForeignKey(
         Run,
         on_delete=models.CASCADE,
         related_name="transitions",
@@ -190,7 +191,7 @@ class RunTransition(TenantOwned):
 class RunEvent(TenantOwned):
     """Append-only events of a run, numbered per run. Payloads go with content deletion."""
 
-    run = models.ForeignKey(
+    run = TenantForeignKey(
         Run, on_delete=models.CASCADE, related_name="events", db_constraint=False
     )
     seq = models.BigIntegerField()
@@ -218,7 +219,7 @@ class NodeStatus(models.TextChoices):
 class NodeExecution(TenantOwned):
     """One attempt at one node of a run's plan."""
 
-    run = models.ForeignKey(
+    run = TenantForeignKey(
         Run, on_delete=models.CASCADE, related_name="node_executions", db_constraint=False
     )
     node_id = models.CharField(max_length=200)
@@ -278,7 +279,7 @@ class RunSessionQuarter(TenantOwned):
     pk = models.CompositePrimaryKey("tenant", "quarter", "session")
     tenant = rollup_tenant()
     quarter = models.DateTimeField()
-    session = models.ForeignKey(
+    session = TenantForeignKey(
         "sessions_app.Session",
         on_delete=models.DO_NOTHING,
         db_constraint=False,

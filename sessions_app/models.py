@@ -3,6 +3,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Upper
 
+from stateroom.fields import TenantForeignKey
 from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
 from tenancy_app.models import TenantOwned, hot_row_tenant
 
@@ -95,7 +96,7 @@ class Session(TenantOwned):
 class SessionAttachment(TenantOwned):
     """A run mounted on a session (seed 004: run_id, attached_at, detached_at)."""
 
-    session = models.ForeignKey(
+    session = TenantForeignKey(
         Session, on_delete=models.CASCADE, related_name="attachments", db_constraint=False
     )
     run_id = models.CharField(max_length=128)
@@ -138,7 +139,7 @@ class SessionItem(TenantOwned):
     """
 
     tenant = hot_row_tenant()
-    session = models.ForeignKey(
+    session = TenantForeignKey(
         Session, on_delete=models.CASCADE, related_name="items", db_constraint=False, db_index=False
     )
     seq = models.BigIntegerField()
@@ -171,7 +172,7 @@ class ItemAppend(TenantOwned):
     statement that writes it holds the session's row lock."""
 
     tenant = hot_row_tenant()
-    session = models.ForeignKey(
+    session = TenantForeignKey(
         Session, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )
     idempotency_key = models.CharField(max_length=200)

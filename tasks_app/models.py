@@ -1,5 +1,6 @@
 from django.db import models
 
+from stateroom.fields import TenantForeignKey
 from tenancy_app.models import TenantOwned, hot_row_tenant
 
 
@@ -57,7 +58,7 @@ class TaskCheckpoint(TenantOwned):
     indexes are not (`hot_row_tenant`; `checkpoint_seq_uniq` leads with tenant and task)."""
 
     tenant = hot_row_tenant()
-    task = models.ForeignKey(
+    task = TenantForeignKey(
         Task,
         on_delete=models.CASCADE,
         related_name="checkpoints",
@@ -100,7 +101,7 @@ class GraphCheckpoint(TenantOwned):
     `GraphBlob` rows named by (namespace, channel, version).
     """
 
-    task = models.ForeignKey(
+    task = TenantForeignKey(
         Task, on_delete=models.CASCADE, related_name="graph_checkpoints", db_constraint=False
     )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
@@ -134,7 +135,7 @@ class GraphBlob(TenantOwned):
     (the serialized bytes are in `data`).
     """
 
-    task = models.ForeignKey(
+    task = TenantForeignKey(
         Task, on_delete=models.CASCADE, related_name="graph_blobs", db_constraint=False
     )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
@@ -167,7 +168,7 @@ class GraphWrite(TenantOwned):
     while the checkpoint before it may still be on its way.
     """
 
-    task = models.ForeignKey(
+    task = TenantForeignKey(
         Task, on_delete=models.CASCADE, related_name="graph_writes", db_constraint=False
     )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")

@@ -6,6 +6,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django_scopes import ScopedManager
 
+from stateroom.fields import TenantForeignKey
 from stateroom.leases import DEFAULT_SESSION_LEASE_SECONDS
 from stateroom.postgres.tenant_keys import TenantKeyed
 
@@ -226,7 +227,7 @@ class MemberGroup(TenantOwned):
 
 
 class GroupMember(TenantOwned):
-    group = models.ForeignKey(
+    group = TenantForeignKey(
         MemberGroup, on_delete=models.CASCADE, related_name="memberships", db_constraint=False
     )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

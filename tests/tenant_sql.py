@@ -175,13 +175,15 @@ def placeholders(sql: str, params) -> str:
 
 
 class TenantConditions:
-    """Records each store statement that touches a tenant table without its tenant.
+    """Records each store statement (with `every`, each statement) that touches a tenant
+    table without its tenant.
 
     Installed as a Django execute wrapper and in `stateroom.sql.PIPELINED_STATEMENT_CHECKS`
     (the hot statements that bypass Django's wrappers)."""
 
-    def __init__(self, tables: frozenset[str]) -> None:
+    def __init__(self, tables: frozenset[str], *, every: bool = False) -> None:
         self.tables = tables
+        self.every = every  # every statement, not only the stores' (a console page's)
         self.seen: list[tuple[str, str]] = []  # (store module, statement)
         self.missing: list[tuple[str, str, list[str]]] = []
 
@@ -190,7 +192,7 @@ class TenantConditions:
         return execute(sql, params, many, context)
 
     def check(self, sql: str, params=()) -> None:
-        store = _store_frame()
+        store = "(any)" if self.every else _store_frame()
         if store is None:
             return
         text = placeholders(sql, params)

@@ -156,8 +156,6 @@ class ApprovalBase(BaseStore):
         )
         approval = self._approvals().select_for_update().get(pk=head.pk)
         approval.run = run
-        if head.replaces_id is not None and head.replaces_id == approval.replaces_id:
-            approval.replaces = head.replaces
         return run, approval
 
     def _refuse_if_claimed_elsewhere(self, run: Run, worker: str | None) -> None:

@@ -149,3 +149,11 @@ class TenantKeyed:
         Citus's django-multitenant overrides; docs/architecture.md)."""
         base_qs = base_qs.filter(tenant_id=self.tenant_id)
         return super()._do_update(base_qs, using, pk_val, values, update_fields, forced_update)
+
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None):
+        """A reload, and the first read of a deferred field, by primary key: in the row's
+        tenant too, as `_do_update` (the tenant itself loaded, else by id alone)."""
+        if from_queryset is None and "tenant_id" in self.__dict__:
+            manager = type(self)._base_manager.db_manager(using, hints={"instance": self})
+            from_queryset = manager.filter(tenant_id=self.tenant_id)
+        super().refresh_from_db(using, fields, from_queryset)

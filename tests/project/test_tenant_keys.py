@@ -31,6 +31,13 @@ from stateroom.sql import PIPELINED_STATEMENT_CHECKS
 from tasks_app.store import TaskStateStore
 from tenancy_app.models import Role
 from tenancy_app.scoping import in_tenant
+from tests.conftest import login
+from tests.console.test_accessibility import (  # noqa: F401 (console_world: a fixture)
+    PAGES_FOR_ADMINS,
+    PAGES_FOR_ALL,
+    PAGES_FOR_OPERATORS,
+    console_world,
+)
 from tests.tenant_sql import REFERENCE_TABLES, TenantConditions, tenant_tables, unfiltered
 
 # Keys the lead's item-table migration (issue 40) rewrites; the session's own primary key
@@ -132,23 +139,6 @@ def test_the_statement_check(sql, missing):
     assert unfiltered(sql, tables) == missing
 
 
-# Statements of the stores that still touch a tenant table without its tenant, each
-# with who changes it. (store module, table): reason.
-KNOWN = {
-    # lead: the CAS rewrite: its PUBLIC_IDS subqueries (runs_app/store/sql.py) read the
-    # session and the task by id alone.
-    # ORM joins through a foreign key (select_related): Django joins ON (x.fk_id = y.id)
-    # only, and a deferred field loads by id alone; the tenant-aware relation is the
-    # follow-up named in docs/scaling.md.
-    ("approvals_app.store.base", "approvals_app_approvalrequest"): "ORM: deferred replaces_id",
-    ("approvals_app.store.base", "approvals_app_routingrule"): "ORM join (select_related)",
-    ("approvals_app.store.base", "runs_app_run"): "ORM join (select_related)",
-    ("approvals_app.store.base", "sessions_app_session"): "ORM join (select_related)",
-    ("effects_app.store", "runs_app_run"): "ORM join (select_related)",
-    ("effects_app.store", "approvals_app_approvalrequest"): "ORM join (select_related)",
-}
-
-
 @pytest.fixture
 def captured():
     with connection.cursor() as cursor:
@@ -223,14 +213,50 @@ def test_store_statements_name_their_tenant(tenant_a, make_user, captured):
     rollups = {store for store, sql in captured.seen if "INSERT INTO" in sql and "quarter" in sql}
     assert rollups == {"approvals_app.rollup", "runs_app.rollup"}
     assert len(captured.seen) >= 40
-    unknown = [
+    missing = [
         (store, table, " ".join(sql.split())[:300])
         for store, sql, tables in captured.missing
         for table in tables
-        if (store, table) not in KNOWN
     ]
-    assert unknown == [], "store statements without their tenant:\n" + "\n".join(map(str, unknown))
-    # What the list excuses still happens (else the line goes).
-    assert {(store, table) for store, _, tables in captured.missing for table in tables} == set(
-        KNOWN
+    assert missing == [], "store statements without their tenant:\n" + "\n".join(map(str, missing))
+
+
+@pytest.mark.django_db
+def test_console_statements_name_their_tenant(console_world, admin_a):
+    """Every console page, as an admin sees it: each statement names the tenant of each
+    tenant table it reads, its joins included (stateroom.fields)."""
+    client = login(admin_a)
+    with connection.cursor() as cursor:
+        guard = TenantConditions(tenant_tables(cursor), every=True)
+    for path in [*PAGES_FOR_ALL, *PAGES_FOR_OPERATORS, *PAGES_FOR_ADMINS]:
+        with connection.execute_wrapper(guard):
+            response = client.get(path.format(**console_world))
+        assert response.status_code == (404 if "no-such-page" in path else 200), path
+    assert len(guard.seen) > 300
+    missing = sorted(
+        {(table, " ".join(sql.split())[:400]) for _, sql, tables in guard.missing for table in tables}
     )
+    assert missing == [], "\n".join(map(str, missing))
+
+
+def test_every_key_between_tenant_models_joins_on_the_tenant():
+    """A new foreign key between two tenant tables is a `stateroom.fields` one (or the
+    console test above finds its joins)."""
+    from django.apps import apps
+
+    from stateroom.fields import TenantForeignKey, TenantOneToOneField
+
+    keys, plain = 0, []
+    for model in apps.get_models():
+        for field in model._meta.concrete_fields:
+            target = field.related_model
+            if target is None or target._meta.db_table in REFERENCE_TABLES:
+                continue
+            names = {f.name for f in target._meta.concrete_fields}
+            if "tenant" not in names or "tenant" not in {f.name for f in model._meta.fields}:
+                continue
+            keys += 1
+            if not isinstance(field, TenantForeignKey | TenantOneToOneField):
+                plain.append(f"{model._meta.label}.{field.name}")
+    assert plain == []
+    assert keys >= 20
