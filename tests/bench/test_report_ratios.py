@@ -64,6 +64,6 @@ def test_a_reference_page_has_no_target_and_no_verdict():
     rows = _console_rows(
         {"pages": [page("from the rows alone", 550.0, reference=True), page("rolled up", 160.0)]}
     )
-    assert [row[-2:] for row in rows][0] == ["reference", "—"]
+    assert rows[0][-2:] == ["reference", "—"]
     assert rows[1][-2] == "p95 < 150 ms, constant queries"
     assert rows[1][-1].startswith("**MISSED**: p95 160 ms")

@@ -68,6 +68,12 @@ PAGES_FOR_ADMINS = [
 
 @pytest.fixture
 def console_world(tenant_a):
+    return every_page_world(tenant_a)
+
+
+def every_page_world(tenant_a) -> dict[str, str]:
+    """What the pages above show (the ids their paths take): a world, an approval to edit,
+    a chat session, a closed session and a suspended run."""
     world = build_world(tenant_a)
     make_pending(
         tenant_a,

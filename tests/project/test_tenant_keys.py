@@ -32,11 +32,11 @@ from tasks_app.store import TaskStateStore
 from tenancy_app.models import Role
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
-from tests.console.test_accessibility import (  # noqa: F401 (console_world: a fixture)
+from tests.console.test_accessibility import (
     PAGES_FOR_ADMINS,
     PAGES_FOR_ALL,
     PAGES_FOR_OPERATORS,
-    console_world,
+    every_page_world,
 )
 from tests.tenant_sql import REFERENCE_TABLES, TenantConditions, tenant_tables, unfiltered
 
@@ -222,19 +222,24 @@ def test_store_statements_name_their_tenant(tenant_a, make_user, captured):
 
 
 @pytest.mark.django_db
-def test_console_statements_name_their_tenant(console_world, admin_a):
+def test_console_statements_name_their_tenant(tenant_a, admin_a):
     """Every console page, as an admin sees it: each statement names the tenant of each
     tenant table it reads, its joins included (stateroom.fields)."""
+    ids = every_page_world(tenant_a)
     client = login(admin_a)
     with connection.cursor() as cursor:
         guard = TenantConditions(tenant_tables(cursor), every=True)
     for path in [*PAGES_FOR_ALL, *PAGES_FOR_OPERATORS, *PAGES_FOR_ADMINS]:
         with connection.execute_wrapper(guard):
-            response = client.get(path.format(**console_world))
+            response = client.get(path.format(**ids))
         assert response.status_code == (404 if "no-such-page" in path else 200), path
     assert len(guard.seen) > 300
     missing = sorted(
-        {(table, " ".join(sql.split())[:400]) for _, sql, tables in guard.missing for table in tables}
+        {
+            (table, " ".join(sql.split())[:400])
+            for _, sql, tables in guard.missing
+            for table in tables
+        }
     )
     assert missing == [], "\n".join(map(str, missing))
 
