@@ -147,11 +147,14 @@ class ApprovalPending(ApprovalBase):
             f"SELECT {_PENDING_COLUMNS} FROM (SELECT * FROM {_APPROVALS}"
             " WHERE tenant_id = %s AND status = %s"
             f" AND coalesce(expires_at, 'infinity') > %s{bound}"
-            f" ORDER BY id DESC LIMIT %s) a JOIN {_RUNS} r ON r.tenant_id = a.tenant_id"
-            " AND r.id = a.run_id ORDER BY a.id DESC"
+            # The page's size written in (an int): a LIMIT parameter makes PostgreSQL cost
+            # the prepared statement's generic plan for a tenth of the rows, so it plans
+            # the statement anew on every call once a tenant's backlog is large (10 M).
+            f" ORDER BY id DESC LIMIT {int(limit) + 1}) a JOIN {_RUNS} r"
+            " ON r.tenant_id = a.tenant_id AND r.id = a.run_id ORDER BY a.id DESC"
         )
         params: list[Any] = [self.tenant.pk, ApprovalStatus.PENDING.value, self.now()]
-        params += [*([cursor] if cursor is not None else []), limit + 1]
+        params += [cursor] if cursor is not None else []
         with hot_cursor(alone=True) as cursor_:
             cursor_.execute(sql, params)
             rows = cursor_.fetchall()
