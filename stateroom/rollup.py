@@ -96,14 +96,11 @@ def ranges(starts: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
 FRACTIONS = (0.5, 0.95)
 
 
-def percentiles_sql(binned: str, groups: list[str], text: tuple[str, ...] = ()) -> str:
+def percentiles_sql(binned: str, groups: list[str]) -> str:
     """Per group of `binned` (a statement of rows: *groups, bin, n, total), its size and the
     means of the bins holding the two order statistics around each of FRACTIONS' ranks
-    (`interpolated` goes between them), so a page reads one row a group, not one a bin.
-    The `text` groups are partitioned byte by byte (`COLLATE "C"`): a partition needs only
-    equality, and the locale's rules made the sort the statement's slowest step."""
+    (`interpolated` goes between them), so a page reads one row a group, not one a bin."""
     keys = ", ".join(groups)
-    collated = ", ".join(f'{g} COLLATE "C" AS {g}' if g in text else g for g in groups)
     stats = []
     for fraction in FRACTIONS:
         for name, rounding in (("lo", "floor"), ("hi", "ceil")):
@@ -115,8 +112,7 @@ def percentiles_sql(binned: str, groups: list[str], text: tuple[str, ...] = ()) 
     return (
         f"SELECT {keys}, max(size)::bigint AS n, {', '.join(stats)} FROM ("
         f" SELECT {keys}, n, total, sum(n) OVER (PARTITION BY {keys} ORDER BY bin) - n AS below,"
-        f" sum(n) OVER (PARTITION BY {keys}) AS size"
-        f" FROM (SELECT {collated}, bin, n, total FROM ({binned}) AS unsorted) AS binned"
+        f" sum(n) OVER (PARTITION BY {keys}) AS size FROM ({binned}) AS binned"
         f") AS cumulative GROUP BY {keys}"
     )
 

@@ -324,9 +324,7 @@ def _waits(tenant: Tenant, win: Window, state: State, rows) -> tuple[dict, list]
             Figure(("risk", "bin"), per_bucket=True, where=f"x.tool_name = '{ALL_TOOLS}'"),
             Figure(("tool_name", "risk", "bin"), False, where=f"x.tool_name > '{ALL_TOOLS}'"),
         ],
-        outer=lambda binned: percentiles_sql(
-            binned, ["b", "tool_name", "risk"], text=("tool_name", "risk")
-        ),
+        outer=lambda binned: percentiles_sql(binned, ["b", "tool_name", "risk"]),
     )
     # (b, tool_name, risk, n, the order statistics): the tool NULL per bucket, b per tool
     by_risk = {(b, risk): _latency(*stats) for b, tool, risk, *stats in found if tool is None}
