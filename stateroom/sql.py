@@ -38,7 +38,8 @@ statement (`hot_cursor(alone=True)`) is pipelined with the tenant setting
 (libpq's pipeline mode on the autocommit connection, driven through psycopg's
 own adapters and wait loop: `_Pipeline`), one Sync for both:
 
-    SELECT set_config('app.tenant_id', $1, true)   -- the scope's tenant
+    SELECT set_config('app.tenant_id', $1, true),  -- the scope's tenant
+           set_config('plan_cache_mode', 'force_generic_plan', true)
     <the statement>                                 -- bound on the server
     Sync
 
@@ -209,7 +210,15 @@ def tenant_block(tenant_id: int, using: str = DEFAULT_DB_ALIAS) -> Iterator[None
                 )
 
 
-_SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
+# The tenant, and generic plans for this message's prepared statement: a hot statement is
+# planned once per connection (the module docstring). Left to PostgreSQL's own choice
+# (`plan_cache_mode = auto`), a statement whose custom plans look cheaper than the generic
+# one is planned anew on every call; the pending page was, 0.3 ms a call, depending on
+# the data (bench/README.md, "Found on 2026-12-07"). Transaction-local, as the tenant.
+_SET_TENANT = (
+    f"SELECT set_config('{TENANT_SETTING}', %s, true),"
+    " set_config('plan_cache_mode', 'force_generic_plan', true)"
+)
 # Called with each pipelined statement's SQL before it is sent: the pipelined path
 # (`_TenantMessage`) bypasses Django's `execute_wrappers`, so a check that must see
 # every statement (the test suite's ownership check) registers here as well.

@@ -191,6 +191,24 @@ def test_a_statement_the_server_forgot_is_prepared_again(tenant_a, setup):
         ]
 
 
+def test_a_prepared_hot_statement_is_never_planned_again(tenant_a, setup):
+    """Its message asks for the generic plan (`plan_cache_mode`): left to PostgreSQL's
+    `auto`, the first five runs of a prepared statement are planned for their values, and
+    a statement whose custom plans look cheaper keeps being planned on every call."""
+    sessions = SessionStore(tenant_a, ACTOR)
+    connection.close()
+    with in_tenant(tenant_a, atomic=False):
+        for _ in range(12):  # 5 unprepared (DB_PREPARE_THRESHOLD), then 7 prepared
+            sessions.get_items(session_id="s-1", limit=50)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE %s",
+            ["%FROM sessions_app_sessionitem%"],
+        )
+        assert cursor.fetchall() == [(7, 0)]
+
+
 def test_without_prepared_statements_none_is_left_on_the_server(tenant_a, setup):
     """DB_PREPARE_THRESHOLD=0 (a pooler that keeps no prepared statement): same answers,
     and the server holds no prepared statement of the connection; by default it does."""
