@@ -39,6 +39,7 @@ from stateroom.contract import (
     query,
 )
 from stateroom.errors import NotFound, Unprocessable
+from tenancy_app.middleware import non_atomic_tenant_view
 
 from .langgraph_store import (
     CHANNEL_MAX,
@@ -321,6 +322,7 @@ def _list_query(request, serializer=ListQuery) -> dict[str, Any]:
         422: error("Field validation failed, or not_serializable; details lists the fields"),
     },
 )
+@non_atomic_tenant_view
 @api_view(["GET", "POST"])
 def checkpoints(request, task_id: str):
     store = _store(request)
@@ -377,6 +379,7 @@ def _page(request, store: GraphThreadStore, query: dict[str, Any]) -> Response:
         422: error("Field validation failed, or not_serializable; details lists the fields"),
     },
 )
+@non_atomic_tenant_view
 @api_view(["POST"])
 def writes(request, task_id: str):
     store = _store(request)
@@ -515,6 +518,7 @@ def _new_thread_too(store: GraphThreadStore, thread_id: str, write: Callable[[],
         422: error("Field validation failed, or not_serializable; details lists the fields"),
     },
 )
+@non_atomic_tenant_view
 @api_view(["GET", "POST"])
 def thread_checkpoints(request):
     store = _store(request)
@@ -538,6 +542,7 @@ def thread_checkpoints(request):
         422: error("Field validation failed, or not_serializable; details lists the fields"),
     },
 )
+@non_atomic_tenant_view
 @api_view(["POST"])
 def thread_writes(request):
     store = _store(request)

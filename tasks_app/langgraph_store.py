@@ -14,8 +14,10 @@ values and the pending writes of its tasks live in `GraphCheckpoint`,
   index): a repeated write is a no-op, except that the special channels
   (negative indexes: error, interrupt, resume, scheduled) are replaced.
 
-`put` and `put_writes` are the hot path of every graph step: each is one
-statement (`hot_cursor`), like the task store's checkpoint append. Runtime
+`put`, `put_writes` and a page of checkpoints are the hot path of every graph
+step: each is one statement (`hot_cursor(alone=True)`), like the task store's
+checkpoint append; from a request with no transaction (the saver's routes),
+one message with the tenant setting. Runtime
 writes are not audited (the rows are their own history); deletions are.
 A task fenced by a content deletion of a session it served takes no more
 puts, writes or copies, and is copied from by none (409 `content_deleted`);
@@ -69,25 +71,43 @@ _THREAD_OF = "COALESCE(thread_id, task_id)"
 
 
 # The statements of `list_checkpoints`, `put` and `put_writes` (see there).
-_LIST_CHECKPOINTS = (
-    "SELECT c.id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,"
-    " c.checkpoint, c.metadata, c.created_at,"
-    " (SELECT jsonb_agg(jsonb_build_object('channel', b.channel, 'version', v.value,"
+# A page of checkpoints, newest first. The page's rows carry their channel values and
+# pending writes; the row past the page, read only to know whether another page follows,
+# carries neither (for a one-checkpoint read, `get_tuple`, building and sending a second
+# ~10 KB value nobody reads was a third of the statement's time).
+_LIST_VALUES = (
+    "(SELECT jsonb_agg(jsonb_build_object('channel', b.channel, 'version', v.value,"
     " 'type', b.type, 'value', b.value, 'data', translate(encode(b.data, 'base64'),"
     " E'\\n', '')) ORDER BY b.channel)"
     " FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v"
     f" JOIN {_BLOBS} b ON b.tenant_id = c.tenant_id AND b.task_id = c.task_id"
     " AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value"
-    f" WHERE b.type <> '{EMPTY_TYPE}'),"
-    " (SELECT jsonb_agg(jsonb_build_object('task_id', w.graph_task_id,"
+    f" WHERE b.type <> '{EMPTY_TYPE}')"
+)
+_LIST_WRITES = (
+    "(SELECT jsonb_agg(jsonb_build_object('task_id', w.graph_task_id,"
     " 'task_path', w.graph_task_path, 'idx', w.idx, 'channel', w.channel,"
     " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
     " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
     f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.task_id = c.task_id"
-    " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id),"
-    f" (SELECT {_THREAD_OF} FROM {_TASKS} t WHERE t.id = c.task_id)"
-    f" FROM {_CHECKPOINTS} c WHERE "
+    " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id)"
 )
+
+
+def _list_sql(where: str) -> str:
+    """Parameters: the page size twice, those of `where`, the page size + 1."""
+    return (
+        "SELECT c.id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,"
+        " c.checkpoint, c.metadata, c.created_at,"
+        f" CASE WHEN c.n <= %s THEN {_LIST_VALUES} END,"
+        f" CASE WHEN c.n <= %s THEN {_LIST_WRITES} END,"
+        f" (SELECT {_THREAD_OF} FROM {_TASKS} t WHERE t.id = c.task_id)"
+        " FROM (SELECT c.*,"
+        " row_number() OVER (ORDER BY c.checkpoint_id DESC, c.id DESC) AS n"
+        f" FROM {_CHECKPOINTS} c WHERE {where}"
+        " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s) c ORDER BY c.n"
+    )
+
 
 _PUT = (
     f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
@@ -226,7 +246,7 @@ def _version_json(version: Any, field: str) -> str:
 
 
 def _checkpoint_tuple(row: tuple[Any, ...]) -> CheckpointTuple:
-    """A row of `_LIST_CHECKPOINTS`."""
+    """A row of `_list_sql`."""
     return CheckpointTuple(
         pk=row[0],
         thread_id=row[9],
@@ -319,7 +339,8 @@ def _write_rows(writes: Sequence[Write]) -> str:
 class GraphThreadStore(BaseStore):
     # --- reads ------------------------------------------------------------
     def thread(self, thread_id: str) -> Task:
-        task = self._find(thread_id)
+        with self.reading():  # also from a request with no transaction: the hot routes
+            task = self._find(thread_id)
         if task is None:
             raise NotFound("No such thread (task).", details={"thread_id": thread_id})
         return task
@@ -334,7 +355,8 @@ class GraphThreadStore(BaseStore):
     def ensure_thread(self, thread_id: str) -> Task:
         """The thread's task, made now if there is none (a new LangGraph thread)."""
         thread_id = valid_thread_id(thread_id)
-        task = self._find(thread_id)
+        with self.reading():
+            task = self._find(thread_id)
         if task is not None:
             return task
         now = self.now()
@@ -383,14 +405,8 @@ class GraphThreadStore(BaseStore):
             metadata=metadata,
             after_key=after_key,
         )
-        sql = (
-            _LIST_CHECKPOINTS
-            + " AND ".join(where)
-            + " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s"
-        )
-        params.append(limit + 1)
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params)
+        with hot_cursor(alone=True) as cursor:
+            cursor.execute(_list_sql(" AND ".join(where)), [limit, limit, *params, limit + 1])
             rows = cursor.fetchall()
         if not rows and thread_id is not None:
             self.thread(thread_id)  # 404 for an unknown thread
@@ -513,7 +529,7 @@ class GraphThreadStore(BaseStore):
             now,
         ]
         for _attempt in range(2):
-            with hot_cursor() as cursor:
+            with hot_cursor(alone=True) as cursor:
                 cursor.execute(_PUT, params)
                 row = cursor.fetchone()
             if row is not None:
@@ -560,7 +576,7 @@ class GraphThreadStore(BaseStore):
             rows,
         ]
         for _attempt in range(2):
-            with hot_cursor() as cursor:
+            with hot_cursor(alone=True) as cursor:
                 cursor.execute(_PUT_WRITES, params)
                 found, written = cursor.fetchone()
             if found:

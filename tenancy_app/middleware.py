@@ -8,7 +8,6 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect
-from django_scopes import scope
 
 from stateroom import ports
 from stateroom.actor import Actor
@@ -17,7 +16,7 @@ from .access import memberships_of
 from .auth import resolve_bearer
 from .login import needs_second_factor
 from .models import Tenant
-from .scoping import tenant_transaction
+from .scoping import in_tenant
 from .sso.session import gate as sso_gate
 
 logger = logging.getLogger(__name__)
@@ -26,10 +25,14 @@ API_PREFIX = "/api/"
 
 
 def non_atomic_tenant_view(view):
-    """Mark a view that must not hold a transaction open (long-polls).
+    """Mark a view that runs with no request transaction: a long-poll, which must not hold
+    one open, or a hot route whose store call is one message (`hot_cursor(alone=True)`:
+    the tenant setting and the statement, one round trip instead of BEGIN, the setting,
+    the statement and COMMIT).
 
-    It still runs inside the tenant scope; it opens short tenant transactions
-    itself with `tenant_transaction`.
+    It still runs inside the tenant scope; its store calls open short tenant
+    transactions themselves (`BaseStore.atomic`, `reading`), and any other
+    query is refused (`in_tenant(atomic=False)`).
     """
     view.stateroom_non_atomic = True
     return view
@@ -138,13 +141,14 @@ class TenantMiddleware:
         if request.tenant is None:
             return None
         try:
-            with scope(tenant=request.tenant):
-                if getattr(view_func, "stateroom_non_atomic", False):
+            if getattr(view_func, "stateroom_non_atomic", False):
+                # A query outside the view's own tenant blocks is refused, not answered empty.
+                with in_tenant(request.tenant, atomic=False):
                     response = view_func(request, *view_args, **view_kwargs)
-                else:
-                    with tenant_transaction(request.tenant.pk):
-                        request.tenant_atomic = True
-                        response = view_func(request, *view_args, **view_kwargs)
+            else:
+                with in_tenant(request.tenant):
+                    request.tenant_atomic = True
+                    response = view_func(request, *view_args, **view_kwargs)
         except Http404:
             _denied(request, request.tenant, 404, "not_found")
             raise

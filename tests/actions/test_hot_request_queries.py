@@ -63,3 +63,65 @@ def test_a_step_costs_fewer_statements_than_its_three_calls(transactional_db, ap
     assert len(step) == STEP_STATEMENTS, step
     assert len(separate) == 21
     assert len(step) < len(separate)
+
+
+def test_the_savers_put_write_and_read_are_each_the_token_and_one_message(
+    transactional_db, api_a, tenant_a
+):
+    """StateroomSaver's hot calls run with no request transaction (non_atomic_tenant_view):
+    the tenant setting and the statement are one message, not BEGIN, the setting, the
+    statement and COMMIT."""
+    url = "/api/v1/langgraph"
+    first = {
+        "v": 1,
+        "id": "c1",
+        "ts": "2026-12-07T10:00:00+00:00",
+        "channel_versions": {"m": 1},
+        "versions_seen": {},
+    }
+    blob = {"channel": "m", "version": 1, "type": "json", "value": ["hi"]}
+    # A new thread's first put also makes its task: more statements, once.
+    made = post(api_a, f"{url}/checkpoints", {"thread_id": "t 1", "checkpoint": first})
+    assert made.status_code == 201, made.content
+    second = {**first, "id": "c2", "channel_versions": {"m": 2}}
+    calls = {
+        "put": lambda: post(
+            api_a,
+            f"{url}/checkpoints",
+            {
+                "thread_id": "t 1",
+                "checkpoint": second,
+                "parent_checkpoint_id": "c1",
+                "blobs": [{**blob, "version": 2}],
+            },
+        ),
+        "put_writes": lambda: post(
+            api_a,
+            f"{url}/writes",
+            {
+                "thread_id": "t 1",
+                "checkpoint_id": "c2",
+                "graph_task_id": "task-1",
+                "writes": [{"idx": 0, "channel": "m", "type": "json", "value": "x"}],
+            },
+        ),
+        "get_tuple": lambda: api_a.get(f"{url}/checkpoints?thread_id=t%201&checkpoint_ns=&limit=1"),
+    }
+    for name, send in calls.items():
+        sql = _sql(send)
+        assert len(sql) == 2, (name, sql)
+        assert "tenancy_token_by_hash" in sql[0]
+        assert "set_config('app.tenant_id'" in sql[1], (name, sql)
+    latest = api_a.get(f"{url}/checkpoints?thread_id=t%201&checkpoint_ns=&limit=1").json()
+    assert [row["checkpoint_id"] for row in latest["results"]] == ["c2"]
+    assert [w["task_id"] for w in latest["results"][0]["pending_writes"]] == ["task-1"]
+
+
+def test_an_unknown_thread_is_still_404_from_a_route_without_a_transaction(
+    transactional_db, api_a, api_b, tenant_a
+):
+    url = "/api/v1/langgraph/checkpoints?thread_id=nobody&limit=1"
+    for client in (api_a, api_b):
+        response = client.get(url)
+        assert response.status_code == 404, response.content
+        assert response.json()["error"]["code"] == "not_found"

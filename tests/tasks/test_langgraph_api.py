@@ -212,6 +212,42 @@ def test_list_filters_pages_and_namespaces(api_a, thread):
     assert [r["checkpoint_id"] for r in second.json()["results"]] == ["c2", "c1"]
 
 
+def test_every_page_of_one_carries_its_values_and_writes(api_a, thread):
+    """The row read past a page (to know a next page exists) comes without its values;
+    the page that shows it reads them."""
+    for n in range(3):
+        put(
+            api_a,
+            "th-1",
+            {
+                "checkpoint": checkpoint(f"c{n}", {"m": n + 1}),
+                "blobs": [{"channel": "m", "version": n + 1, "type": "json", "value": [n]}],
+            },
+        )
+        api_a.post(
+            f"{URL.format('th-1')}/writes",
+            {
+                "checkpoint_id": f"c{n}",
+                "graph_task_id": "t",
+                "writes": [{"idx": 0, "channel": "m", "type": "json", "value": f"w{n}"}],
+            },
+            content_type=JSON,
+        )
+    url, seen = f"{URL.format('th-1')}/checkpoints?limit=1", []
+    while url:
+        page = api_a.get(url).json()
+        (row,) = page["results"]
+        seen.append(
+            (
+                row["checkpoint_id"],
+                [v["value"] for v in row["channel_values"]],
+                [w["value"] for w in row["pending_writes"]],
+            )
+        )
+        url = page["next"]
+    assert seen == [("c2", [[2]], ["w2"]), ("c1", [[1]], ["w1"]), ("c0", [[0]], ["w0"])]
+
+
 @pytest.mark.parametrize(
     ("query", "field"),
     [
