@@ -44,13 +44,18 @@ from stateroom.jsondata import storable_json
 from stateroom.sql import hot_cursor
 from stateroom.store import BaseStore
 
+from .langgraph_sql import (
+    BLOBS,
+    CHECKPOINTS,
+    PUT,
+    PUT_WRITES,
+    TASKS,
+    TERMINAL,
+    THREAD_OF,
+    WRITES,
+    list_sql,
+)
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
-
-_TASKS = Task._meta.db_table
-_CHECKPOINTS = GraphCheckpoint._meta.db_table
-_BLOBS = GraphBlob._meta.db_table
-_WRITES = GraphWrite._meta.db_table
-_TERMINAL = sorted(TERMINAL_TASK_STATUSES)
 
 NS_MAX = GraphCheckpoint._meta.get_field("checkpoint_ns").max_length
 ID_MAX = GraphCheckpoint._meta.get_field("checkpoint_id").max_length
@@ -61,92 +66,10 @@ TYPE_MAX = GraphBlob._meta.get_field("type").max_length
 INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1
 TASK_PATH_MAX = GraphWrite._meta.get_field("graph_task_path").max_length
 JSON_TYPE = "json"  # the value is plain JSON, stored as jsonb (the console can show it)
-EMPTY_TYPE = "empty"  # the channel had no value at this version
 STRATEGIES = ("keep_latest", "delete")
 INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's channel for a task's interrupts
 CHECKPOINT_KEYS = frozenset({"v", "id", "ts", "channel_versions", "versions_seen"})
 THREAD_ID_MAX = Task._meta.get_field("thread_id").max_length
-# The thread a task keeps: LangGraph's id as given, or the task id when it was one.
-_THREAD_OF = "COALESCE(thread_id, task_id)"
-
-
-# The statements of `list_checkpoints`, `put` and `put_writes` (see there).
-# A page of checkpoints, newest first. The page's rows carry their channel values and
-# pending writes; the row past the page, read only to know whether another page follows,
-# carries neither (for a one-checkpoint read, `get_tuple`, building and sending a second
-# ~10 KB value nobody reads was a third of the statement's time).
-_LIST_VALUES = (
-    "(SELECT jsonb_agg(jsonb_build_object('channel', b.channel, 'version', v.value,"
-    " 'type', b.type, 'value', b.value, 'data', translate(encode(b.data, 'base64'),"
-    " E'\\n', '')) ORDER BY b.channel)"
-    " FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v"
-    f" JOIN {_BLOBS} b ON b.tenant_id = c.tenant_id AND b.task_id = c.task_id"
-    " AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value"
-    f" WHERE b.type <> '{EMPTY_TYPE}')"
-)
-_LIST_WRITES = (
-    "(SELECT jsonb_agg(jsonb_build_object('task_id', w.graph_task_id,"
-    " 'task_path', w.graph_task_path, 'idx', w.idx, 'channel', w.channel,"
-    " 'type', w.type, 'value', w.value, 'data', translate(encode(w.data, 'base64'),"
-    " E'\\n', '')) ORDER BY w.graph_task_path, w.graph_task_id, w.idx)"
-    f" FROM {_WRITES} w WHERE w.tenant_id = c.tenant_id AND w.task_id = c.task_id"
-    " AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id)"
-)
-
-
-def _list_sql(where: str) -> str:
-    """Parameters: the page size twice, those of `where`, the page size + 1."""
-    return (
-        "SELECT c.id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,"
-        " c.checkpoint, c.metadata, c.created_at,"
-        f" CASE WHEN c.n <= %s THEN {_LIST_VALUES} END,"
-        f" CASE WHEN c.n <= %s THEN {_LIST_WRITES} END,"
-        f" (SELECT {_THREAD_OF} FROM {_TASKS} t WHERE t.id = c.task_id)"
-        " FROM (SELECT c.*,"
-        " row_number() OVER (ORDER BY c.checkpoint_id DESC, c.id DESC) AS n"
-        f" FROM {_CHECKPOINTS} c WHERE {where}"
-        " ORDER BY c.checkpoint_id DESC, c.id DESC LIMIT %s) c ORDER BY c.n"
-    )
-
-
-_PUT = (
-    f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-    f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
-    " AND content_fenced_at IS NULL),"
-    f" b AS (INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
-    " type, value, data, size_bytes)"
-    " SELECT %s, t.id, %s, x.channel, x.version #>> '{}', x.type, x.value,"
-    " decode(x.data, 'base64'), x.size FROM t, jsonb_to_recordset(%s::jsonb)"
-    " AS x(channel text, version jsonb, type text, value jsonb, data text, size int)"
-    " ON CONFLICT (tenant_id, task_id, checkpoint_ns, channel, version) DO NOTHING),"
-    f" c AS (INSERT INTO {_CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
-    " parent_checkpoint_id, checkpoint, metadata, run_id, size_bytes, created_at)"
-    " SELECT %s, t.id, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM t"
-    " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id) DO UPDATE SET"
-    " parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,"
-    " checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata,"
-    " run_id = EXCLUDED.run_id, size_bytes = EXCLUDED.size_bytes"
-    " RETURNING (xmax = 0))"
-    " SELECT c.* FROM c"
-)
-
-_PUT_WRITES = (
-    f"WITH t AS (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-    f" AND {_THREAD_OF} = %s AND status NOT IN (%s, %s, %s)"
-    " AND content_fenced_at IS NULL),"
-    f" w AS (INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
-    " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
-    " created_at)"
-    " SELECT %s, t.id, %s, %s, %s, %s, x.idx, x.channel, x.type, x.value,"
-    " decode(x.data, 'base64'), x.size, %s FROM t, jsonb_to_recordset(%s::jsonb)"
-    " AS x(idx int, channel text, type text, value jsonb, data text, size int)"
-    " ON CONFLICT (tenant_id, task_id, checkpoint_ns, checkpoint_id, graph_task_id, idx)"
-    " DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,"
-    " value = EXCLUDED.value, data = EXCLUDED.data, size_bytes = EXCLUDED.size_bytes,"
-    " graph_task_path = EXCLUDED.graph_task_path, created_at = EXCLUDED.created_at"
-    " WHERE EXCLUDED.idx < 0 RETURNING 1)"
-    " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM w)"
-)
 
 
 def task_id_for(thread_id: str) -> str:
@@ -246,7 +169,7 @@ def _version_json(version: Any, field: str) -> str:
 
 
 def _checkpoint_tuple(row: tuple[Any, ...]) -> CheckpointTuple:
-    """A row of `_list_sql`."""
+    """A row of `list_sql`."""
     return CheckpointTuple(
         pk=row[0],
         thread_id=row[9],
@@ -306,7 +229,7 @@ def _value_fields(value: Value, path: str) -> tuple[dict[str, Any], int]:
 
 
 def _blob_rows(blobs: Sequence[Blob]) -> tuple[str, int]:
-    """The blobs, checked, as `_PUT`'s rows (channel, version, type, value, data, size),
+    """The blobs, checked, as `PUT`'s rows (channel, version, type, value, data, size),
     and their size in all."""
     rows, total = [], 0
     for n, blob in enumerate(blobs):
@@ -319,7 +242,7 @@ def _blob_rows(blobs: Sequence[Blob]) -> tuple[str, int]:
 
 
 def _write_rows(writes: Sequence[Write]) -> str:
-    """The writes, checked, one per index, as `_PUT_WRITES`' rows (idx, channel, type,
+    """The writes, checked, one per index, as `PUT_WRITES`' rows (idx, channel, type,
     value, data, size)."""
     kept: dict[int, dict[str, Any]] = {}
     for n, write in enumerate(writes):
@@ -406,7 +329,7 @@ class GraphThreadStore(BaseStore):
             after_key=after_key,
         )
         with hot_cursor(alone=True) as cursor:
-            cursor.execute(_list_sql(" AND ".join(where)), [limit, limit, *params, limit + 1])
+            cursor.execute(list_sql(" AND ".join(where)), [limit, limit, *params, limit + 1])
             rows = cursor.fetchall()
         if not rows and thread_id is not None:
             self.thread(thread_id)  # 404 for an unknown thread
@@ -427,8 +350,8 @@ class GraphThreadStore(BaseStore):
         params: list[Any] = [self.tenant.pk]
         if thread_id is not None:
             where.append(
-                f"c.task_id = (SELECT id FROM {_TASKS} WHERE tenant_id = %s AND task_id = %s"
-                f" AND {_THREAD_OF} = %s)"
+                f"c.task_id = (SELECT id FROM {TASKS} WHERE tenant_id = %s AND task_id = %s"
+                f" AND {THREAD_OF} = %s)"
             )
             params.extend([self.tenant.pk, task_id_for(thread_id), thread_id])
         if checkpoint_ns is not None:
@@ -514,7 +437,7 @@ class GraphThreadStore(BaseStore):
             self.tenant.pk,
             task_id_for(thread_id),
             thread_id,
-            *_TERMINAL,
+            *TERMINAL,
             self.tenant.pk,
             checkpoint_ns,
             rows,
@@ -530,7 +453,7 @@ class GraphThreadStore(BaseStore):
         ]
         for _attempt in range(2):
             with hot_cursor(alone=True) as cursor:
-                cursor.execute(_PUT, params)
+                cursor.execute(PUT, params)
                 row = cursor.fetchone()
             if row is not None:
                 return bool(row[0])
@@ -566,7 +489,7 @@ class GraphThreadStore(BaseStore):
             self.tenant.pk,
             task_id_for(thread_id),
             thread_id,
-            *_TERMINAL,
+            *TERMINAL,
             self.tenant.pk,
             checkpoint_ns,
             checkpoint_id,
@@ -577,7 +500,7 @@ class GraphThreadStore(BaseStore):
         ]
         for _attempt in range(2):
             with hot_cursor(alone=True) as cursor:
-                cursor.execute(_PUT_WRITES, params)
+                cursor.execute(PUT_WRITES, params)
                 found, written = cursor.fetchone()
             if found:
                 return written
@@ -612,29 +535,29 @@ class GraphThreadStore(BaseStore):
             tenant = self.tenant.pk
             with hot_cursor() as cursor:
                 cursor.execute(
-                    f"INSERT INTO {_CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+                    f"INSERT INTO {CHECKPOINTS} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
                     " parent_checkpoint_id, checkpoint, metadata, run_id, size_bytes, created_at)"
                     " SELECT tenant_id, %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id,"
-                    f" checkpoint, metadata, run_id, size_bytes, created_at FROM {_CHECKPOINTS}"
+                    f" checkpoint, metadata, run_id, size_bytes, created_at FROM {CHECKPOINTS}"
                     " WHERE tenant_id = %s AND task_id = %s ORDER BY checkpoint_id"
                     " ON CONFLICT DO NOTHING",
                     [target.pk, tenant, source.pk],
                 )
                 checkpoints = cursor.rowcount
                 cursor.execute(
-                    f"INSERT INTO {_BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
+                    f"INSERT INTO {BLOBS} (tenant_id, task_id, checkpoint_ns, channel, version,"
                     " type, value, data, size_bytes) SELECT tenant_id, %s, checkpoint_ns, channel,"
-                    f" version, type, value, data, size_bytes FROM {_BLOBS}"
+                    f" version, type, value, data, size_bytes FROM {BLOBS}"
                     " WHERE tenant_id = %s AND task_id = %s ON CONFLICT DO NOTHING",
                     [target.pk, tenant, source.pk],
                 )
                 blobs = cursor.rowcount
                 cursor.execute(
-                    f"INSERT INTO {_WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
+                    f"INSERT INTO {WRITES} (tenant_id, task_id, checkpoint_ns, checkpoint_id,"
                     " graph_task_id, graph_task_path, idx, channel, type, value, data, size_bytes,"
                     " created_at) SELECT tenant_id, %s, checkpoint_ns, checkpoint_id,"
                     " graph_task_id, graph_task_path, idx, channel, type, value, data,"
-                    f" size_bytes, created_at FROM {_WRITES} WHERE tenant_id = %s AND task_id = %s"
+                    f" size_bytes, created_at FROM {WRITES} WHERE tenant_id = %s AND task_id = %s"
                     " ON CONFLICT DO NOTHING",
                     [target.pk, tenant, source.pk],
                 )
@@ -723,11 +646,11 @@ class GraphThreadStore(BaseStore):
         """Delete the thread's blobs no remaining checkpoint names; returns how many."""
         with hot_cursor() as cursor:
             cursor.execute(
-                f"DELETE FROM {_BLOBS} b WHERE b.tenant_id = %s AND b.task_id = %s"
+                f"DELETE FROM {BLOBS} b WHERE b.tenant_id = %s AND b.task_id = %s"
                 + (
                     ""
                     if all_of_them
-                    else f" AND NOT EXISTS (SELECT 1 FROM {_CHECKPOINTS} c"
+                    else f" AND NOT EXISTS (SELECT 1 FROM {CHECKPOINTS} c"
                     " WHERE c.tenant_id = b.tenant_id AND c.task_id = b.task_id"
                     " AND c.checkpoint_ns = b.checkpoint_ns"
                     " AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)"
