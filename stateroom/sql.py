@@ -52,6 +52,15 @@ bound on the server and prepared after `DB_PREPARE_THRESHOLD` runs, as
 psycopg prepares those of `hot_cursor()` inside a transaction (set
 `DB_PREPARE_THRESHOLD=0` behind a pooler that cannot keep prepared
 statements; one the server lost is prepared again on a new connection).
+
+**A guard rides with the tenant setting.** `guard_tenant_statements(expr,
+params)` makes the connection's next tenant setting also evaluate `expr`: as
+one more column of `tenant_block`'s `set_config` statement, or as one more
+statement of the message, between the setting and the statement (a refusal
+there makes PostgreSQL skip the statement). A guard refuses by raising
+`GUARD_SQLSTATE`, seen here as `GuardRefused`. The request's check of a
+bearer token the process already knows rides this way (tenancy_app.auth), so
+it costs no round trip of its own.
 """
 
 from __future__ import annotations
@@ -69,10 +78,13 @@ from django_scopes import get_scope
 from django_scopes.exceptions import ScopeError
 
 __all__ = [
+    "GUARD_SQLSTATE",
     "TENANT_SETTING",
+    "GuardRefused",
     "columns",
     "current_tenant",
     "db_value",
+    "guard_tenant_statements",
     "hot_cursor",
     "insert_from",
     "known",
@@ -85,6 +97,18 @@ __all__ = [
 # The PostgreSQL setting the row-level security policies read (tenancy_app.rls).
 TENANT_SETTING = "app.tenant_id"
 _TENANT_ATTR = "_stateroom_tenant_stack"
+_GUARD_ATTR = "_stateroom_guard"
+# The SQLSTATE a guard raises when it refuses (tenancy_app's `tenancy_token_live`).
+GUARD_SQLSTATE = "SR401"
+
+
+class GuardRefused(Exception):
+    """The connection's guard (`guard_tenant_statements`) refused in PostgreSQL: the
+    statement that carried it, and what was sent after it, did not run.
+
+    Not a `DatabaseError`, so that no handler of database errors takes it for one.
+    """
+
 
 M = TypeVar("M", bound=Model)
 
@@ -150,6 +174,45 @@ def scope_tenant() -> int | None:
 
 
 @contextmanager
+def guard_tenant_statements(
+    expression: str, params: Sequence[Any], using: str = DEFAULT_DB_ALIAS
+) -> Iterator[Callable[[], bool]]:
+    """The connection's next tenant setting also evaluates `expression`, in the same statement
+    (`tenant_block`) or the same message (`hot_cursor(alone=True)`): no round trip of its own.
+
+    `expression` (SQL with `%s` for `params`) raises `GUARD_SQLSTATE` to refuse; then the
+    statement or message that carried it does nothing and `GuardRefused` is raised. Once a
+    tenant setting that carried it has run, the guard is spent. Yields `pending()`: True
+    while no tenant statement has carried it (the caller checks then by itself). What a
+    request's cached bearer token rides on (tenancy_app.auth).
+    """
+    connection = connections[using]
+    setattr(connection, _GUARD_ATTR, (expression, list(params)))
+
+    def pending() -> bool:
+        return getattr(connection, _GUARD_ATTR, None) is not None
+
+    try:
+        yield pending
+    finally:
+        setattr(connection, _GUARD_ATTR, None)
+
+
+def _guard(connection: Any) -> tuple[str, list[Any]] | None:
+    return getattr(connection, _GUARD_ATTR, None)
+
+
+def _spend_guard(connection: Any) -> None:
+    setattr(connection, _GUARD_ATTR, None)
+
+
+def _refused(exc: BaseException) -> bool:
+    """A database error raised by a guard."""
+    cause = exc.__cause__ if isinstance(exc, DatabaseError) else exc
+    return getattr(cause, "sqlstate", None) == GUARD_SQLSTATE
+
+
+@contextmanager
 def scope_tenant_block(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     """Nothing inside a tenant transaction; else a `tenant_block` of the scope's tenant."""
     tenant = scope_tenant()
@@ -193,8 +256,7 @@ def tenant_block(tenant_id: int, using: str = DEFAULT_DB_ALIAS) -> Iterator[None
         setattr(connection, _TENANT_ATTR, stack)
     with transaction.atomic(using=using):
         if outer != tenant_id:
-            with hot_cursor(using, tenant_owned=False) as cursor:
-                cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)])
+            _set_tenant(connection, using, tenant_id)
         stack.append(tenant_id)
         try:
             yield
@@ -208,6 +270,23 @@ def tenant_block(tenant_id: int, using: str = DEFAULT_DB_ALIAS) -> Iterator[None
                     "SELECT set_config(%s, %s, true)",
                     [TENANT_SETTING, "" if outer is None else str(outer)],
                 )
+
+
+def _set_tenant(connection: Any, using: str, tenant_id: int) -> None:
+    """The transaction's tenant setting, with the connection's guard if one is pending."""
+    guard = _guard(connection)
+    sql, params = "SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)]
+    if guard is not None:
+        sql, params = f"{sql}, {guard[0]}", [*params, *guard[1]]
+    with hot_cursor(using, tenant_owned=False) as cursor:
+        try:
+            cursor.execute(sql, params)
+        except DatabaseError as exc:
+            if guard is not None and _refused(exc):
+                raise GuardRefused(str(exc.__cause__ or exc)) from exc
+            raise
+    if guard is not None:
+        _spend_guard(connection)
 
 
 # The tenant, and generic plans for this message's prepared statement: a hot statement is
@@ -263,12 +342,18 @@ class _TenantMessage:
 
     def _send(self, sql: str, params: Sequence[Any]) -> None:
         pipeline = _Pipeline.of(self.db)
+        guard = _guard(self.db)
         if self.db.queries_logged:
-            logged = f"{_SET_TENANT % repr(self.tenant_id)}; {self.db.ops.compose_sql(sql, params)}"
+            parts = [_SET_TENANT % repr(self.tenant_id)]
+            if guard is not None:
+                parts.append(self.db.ops.compose_sql(f"SELECT {guard[0]}", guard[1]))
+            logged = "; ".join([*parts, self.db.ops.compose_sql(sql, params)])
             with CursorDebugWrapper(None, self.db).debug_sql(logged):
-                self.rows, self.rowcount = pipeline.run(self.tenant_id, sql, params)
+                self.rows, self.rowcount = pipeline.run(self.tenant_id, sql, params, guard)
         else:
-            self.rows, self.rowcount = pipeline.run(self.tenant_id, sql, params)
+            self.rows, self.rowcount = pipeline.run(self.tenant_id, sql, params, guard)
+        if guard is not None:
+            _spend_guard(self.db)
 
     def fetchone(self) -> Any:
         return self.rows.pop(0) if self.rows else None
@@ -316,8 +401,15 @@ class _Pipeline:
             pipeline = db._stateroom_pipeline = cls(db)
         return pipeline
 
-    def run(self, tenant_id: str, sql: str, params: Sequence[Any]) -> tuple[list[Any], int]:
-        """Send the tenant setting and the statement with one Sync; its rows and rowcount."""
+    def run(
+        self,
+        tenant_id: str,
+        sql: str,
+        params: Sequence[Any],
+        guard: tuple[str, list[Any]] | None = None,
+    ) -> tuple[list[Any], int]:
+        """Send the tenant setting (and the guard) and the statement with one Sync; the
+        statement's rows and rowcount. A refusing guard raises `GuardRefused`."""
         from psycopg._queries import PostgresQuery
 
         setting = self.settings.get(tenant_id)
@@ -326,16 +418,25 @@ class _Pipeline:
                 self.settings.clear()
             setting = self.settings[tenant_id] = PostgresQuery(self.transformer)
             setting.convert(_SET_TENANT, [tenant_id])
+        queries = [setting]
+        if guard is not None:
+            check = PostgresQuery(self.transformer)
+            check.convert(f"SELECT {guard[0]}", guard[1])
+            queries.append(check)
         statement = PostgresQuery(self.transformer)
         statement.convert(sql, params)
+        queries.append(statement)
         with self.db.wrap_database_errors, self.connection.lock:
-            results = self._exchange([setting, statement])
+            results = self._exchange(queries)
         error = next((r for r in results if r.status == _FATAL_ERROR), None)
         if error is not None:
             from psycopg import errors
 
+            exc = errors.error_from_result(error, encoding=self.connection.info.encoding)
+            if guard is not None and _refused(exc):
+                raise GuardRefused(str(exc))
             with self.db.wrap_database_errors:
-                raise errors.error_from_result(error, encoding=self.connection.info.encoding)
+                raise exc
         result = results[-1]
         self.transformer.set_pgresult(result)
         rows = self.transformer.load_rows(0, result.ntuples, tuple) if result.ntuples else []

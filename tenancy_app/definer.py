@@ -42,12 +42,22 @@ class DefinerFunction(migrations.operations.base.Operation):
     reversible = True
     reduces_to_sql = False
 
-    def __init__(self, name: str, signature: str, returns: str, body: str, *, volatile=False):
+    def __init__(
+        self,
+        name: str,
+        signature: str,
+        returns: str,
+        body: str,
+        *,
+        volatile=False,
+        language: str = "sql",
+    ):
         self.name = name
         self.signature = signature
         self.returns = returns
         self.body = body
         self.volatile = volatile
+        self.language = language
 
     def state_forwards(self, app_label, state) -> None:
         pass
@@ -60,7 +70,8 @@ class DefinerFunction(migrations.operations.base.Operation):
         volatility = "VOLATILE" if self.volatile else "STABLE"
         schema_editor.execute(
             f"CREATE OR REPLACE FUNCTION {self.name}({self.signature}) RETURNS {self.returns}"
-            f" LANGUAGE sql {volatility} SECURITY DEFINER SET search_path = {quoted}, pg_temp"
+            f" LANGUAGE {self.language} {volatility} SECURITY DEFINER"
+            f" SET search_path = {quoted}, pg_temp"
             f" AS $fn$ {self.body} $fn$",
             params=None,
         )
@@ -73,7 +84,9 @@ class DefinerFunction(migrations.operations.base.Operation):
         return f"SECURITY DEFINER function {self.name}"
 
     def deconstruct(self):
-        kwargs = {"volatile": True} if self.volatile else {}
+        kwargs: dict = {"volatile": True} if self.volatile else {}
+        if self.language != "sql":
+            kwargs["language"] = self.language
         return (
             self.__class__.__qualname__,
             [self.name, self.signature, self.returns, self.body],

@@ -11,9 +11,10 @@ from django.shortcuts import redirect
 
 from stateroom import ports
 from stateroom.actor import Actor
+from stateroom.sql import GuardRefused, guard_tenant_statements
 
 from .access import memberships_of
-from .auth import resolve_bearer
+from .auth import bearer, forget, verify
 from .login import needs_second_factor
 from .models import Tenant
 from .scoping import in_tenant
@@ -114,6 +115,7 @@ class TenantMiddleware:
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
+        check = None
         if "tenant_slug" in view_kwargs:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
@@ -132,23 +134,25 @@ class TenantMiddleware:
             request.membership = membership
             request.tenant = membership.tenant
         elif request.path.startswith(API_PREFIX) and "HTTP_AUTHORIZATION" in request.META:
-            token = resolve_bearer(request.META["HTTP_AUTHORIZATION"])
-            if token is None:
+            found = bearer(request.META["HTTP_AUTHORIZATION"])
+            if found is None:
                 request.bearer_invalid = True
                 return None
-            request.runtime_token = token
-            request.tenant = token.tenant
+            request.runtime_token = found.token
+            request.tenant = found.token.tenant
+            check = found.check
         if request.tenant is None:
             return None
+        return self._run(request, view_func, view_args, view_kwargs, check)
+
+    def _run(self, request, view_func, view_args, view_kwargs, check):
+        if check is not None:
+            # Read now: if the check refuses, the view runs again and reads the body again.
+            request.body  # noqa: B018
         try:
-            if getattr(view_func, "stateroom_non_atomic", False):
-                # A query outside the view's own tenant blocks is refused, not answered empty.
-                with in_tenant(request.tenant, atomic=False):
-                    response = view_func(request, *view_args, **view_kwargs)
-            else:
-                with in_tenant(request.tenant):
-                    request.tenant_atomic = True
-                    response = view_func(request, *view_args, **view_kwargs)
+            response = _checked(check, lambda: _call(request, view_func, view_args, view_kwargs))
+        except GuardRefused:
+            return self._afresh(request, view_func, view_args, view_kwargs)
         except Http404:
             _denied(request, request.tenant, 404, "not_found")
             raise
@@ -159,6 +163,52 @@ class TenantMiddleware:
         denied = getattr(request, "access_denied", None)
         if denied is not None:
             _denied(request, request.tenant, *denied)
+        return response
+
+    def _afresh(self, request, view_func, view_args, view_kwargs):
+        """The process's copy of the token was refused (revoked, or its tenant changed): the
+        view ran with no effect. Read the token again: gone, 401 (Django calls the view,
+        DRF refuses); else the view runs again on the fresh rows."""
+        header = request.META["HTTP_AUTHORIZATION"]
+        forget(header)
+        found = bearer(header)
+        request.access_denied = None
+        if found is None:
+            request.runtime_token = request.tenant = None
+            request.bearer_invalid = True
+            return None
+        request.runtime_token = found.token
+        request.tenant = found.token.tenant
+        return self._run(request, view_func, view_args, view_kwargs, found.check)
+
+
+def _call(request, view_func, view_args, view_kwargs):
+    """The view in the request's tenant: in one transaction, or (`non_atomic_tenant_view`)
+    with none, a query outside the view's own tenant blocks refused, not answered empty."""
+    if getattr(view_func, "stateroom_non_atomic", False):
+        with in_tenant(request.tenant, atomic=False):
+            return view_func(request, *view_args, **view_kwargs)
+    with in_tenant(request.tenant):
+        request.tenant_atomic = True
+        return view_func(request, *view_args, **view_kwargs)
+
+
+def _checked(check, call):
+    """`call()` with the cached token's check riding on its first tenant statement; checked
+    on its own when it sent none (`GuardRefused`: the token or its tenant changed)."""
+    if check is None:
+        return call()
+    with guard_tenant_statements(*check) as pending:
+        try:
+            response = call()
+        except GuardRefused:
+            raise
+        except BaseException:
+            if pending():  # a refused token's request fails as one, whatever else went wrong
+                verify(check)
+            raise
+        if pending():
+            verify(check)
         return response
 
 

@@ -7,9 +7,9 @@ from ..runs.conftest import make_run
 from ..runs.test_api import post
 from ..sessions.conftest import make_session
 
-# One token lookup, BEGIN, the tenant setting, a savepoint per part and the step's own,
-# the claim, the event numbers and rows, the compare-and-set, COMMIT.
-STEP_STATEMENTS = 14
+# BEGIN, the tenant setting (with the token's check), a savepoint per part and the step's
+# own, the claim, the event numbers and rows, the compare-and-set, COMMIT.
+STEP_STATEMENTS = 13
 
 
 def _sql(send) -> list[str]:
@@ -19,16 +19,32 @@ def _sql(send) -> list[str]:
     return [q["sql"] for q in queries]
 
 
-def test_reading_50_items_is_the_token_and_one_message(transactional_db, api_a, tenant_a):
+def _one_message_with_the_tokens_check(sql: list[str]) -> None:
+    """One round trip: the tenant setting, the check of the process's copy of the token
+    (tenancy_app.auth) and the statement, pipelined."""
+    assert len(sql) == 1, sql
+    assert sql[0].startswith("SELECT set_config('app.tenant_id'"), sql
+    assert "SELECT tenancy_token_live(" in sql[0], sql
+
+
+def test_reading_50_items_is_one_message(transactional_db, api_a, tenant_a):
     make_session(tenant_a, "s-1")
     items = [{"role": "user", "item_type": "message", "payload": {"n": n}} for n in range(60)]
     assert post(api_a, "/api/v1/sessions/s-1/items", {"items": items}).status_code == 201
     read = lambda: api_a.get("/api/v1/sessions/s-1/items?limit=50")  # noqa: E731
     read()  # the token's first use is recorded once; measure afterwards
-    sql = _sql(read)
-    assert len(sql) == 2, sql
-    assert "tenancy_token_by_hash" in sql[0]
-    assert "set_config('app.tenant_id'" in sql[1]  # with the read, one round trip
+    _one_message_with_the_tokens_check(_sql(read))
+
+
+def test_a_token_the_process_has_not_seen_is_read_first(transactional_db, make_token, tenant_a):
+    from django.test import Client
+
+    make_session(tenant_a, "s-1")
+    raw = make_token(tenant_a)
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    sql = _sql(lambda: client.get("/api/v1/sessions/s-1/items?limit=50"))
+    assert "tenancy_token_by_hash" in sql[0], sql
+    assert "tenancy_token_live" not in " ".join(sql), sql  # read now: nothing to check
 
 
 def test_a_step_costs_fewer_statements_than_its_three_calls(transactional_db, api_a, tenant_a):
@@ -61,16 +77,14 @@ def test_a_step_costs_fewer_statements_than_its_three_calls(transactional_db, ap
         )
     )
     assert len(step) == STEP_STATEMENTS, step
-    assert len(separate) == 21
+    assert len(separate) == 18
     assert len(step) < len(separate)
 
 
-def test_the_savers_put_write_and_read_are_each_the_token_and_one_message(
-    transactional_db, api_a, tenant_a
-):
+def test_the_savers_put_write_and_read_are_each_one_message(transactional_db, api_a, tenant_a):
     """StateroomSaver's hot calls run with no request transaction (non_atomic_tenant_view):
     the tenant setting and the statement are one message, not BEGIN, the setting, the
-    statement and COMMIT."""
+    statement and COMMIT (and the token, known to the process, no lookup of its own)."""
     url = "/api/v1/langgraph"
     first = {
         "v": 1,
@@ -107,11 +121,8 @@ def test_the_savers_put_write_and_read_are_each_the_token_and_one_message(
         ),
         "get_tuple": lambda: api_a.get(f"{url}/checkpoints?thread_id=t%201&checkpoint_ns=&limit=1"),
     }
-    for name, send in calls.items():
-        sql = _sql(send)
-        assert len(sql) == 2, (name, sql)
-        assert "tenancy_token_by_hash" in sql[0]
-        assert "set_config('app.tenant_id'" in sql[1], (name, sql)
+    for send in calls.values():
+        _one_message_with_the_tokens_check(_sql(send))
     latest = api_a.get(f"{url}/checkpoints?thread_id=t%201&checkpoint_ns=&limit=1").json()
     assert [row["checkpoint_id"] for row in latest["results"]] == ["c2"]
     assert [w["task_id"] for w in latest["results"][0]["pending_writes"]] == ["task-1"]
