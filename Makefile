@@ -63,7 +63,8 @@ POOLER_SUBSET = tests/pooler/test_run_through_pooler.py \
 	tests/tasks/test_concurrency.py tests/approvals/test_concurrency.py \
 	tests/effects/test_concurrency.py tests/effects/test_claim_concurrency.py \
 	tests/approvals/test_void_concurrency.py tests/actions/test_run_control_api_concurrency.py \
-	tests/tenancy/test_tenancy.py tests/tenancy/test_bearer.py \
+	tests/actions/test_hot_request_queries.py \
+	tests/tenancy/test_tenancy.py tests/tenancy/test_bearer.py tests/tenancy/test_known_tokens.py \
 	tests/console/test_query_counts.py tests/console/sessions tests/console/audit \
 	tests/console/approvals
 
