@@ -107,17 +107,17 @@ class _Known:
         self.last_used_at = _from_row(self.row).last_used_at
 
 
-def bearer(header: str | None) -> Bearer | None:
+def bearer(header: str | None, *, fresh: bool = False) -> Bearer | None:
     """The token of an `Authorization: Bearer …` header, or None (no such live token).
 
     From the process's copy when it has one (with the check its first tenant
-    statement carries), else read (one prepared statement) and kept.
+    statement carries), else (or `fresh`) read (one prepared statement) and kept.
     `last_used_at` is written at most once a minute per token.
     """
     hashed = _secret(header)
     if hashed is None:
         return None
-    known = _known.get(hashed)
+    known = None if fresh else _known.get(hashed)
     fresh = known is None
     if known is None:
         row = _read(hashed)

@@ -168,10 +168,10 @@ class TenantMiddleware:
     def _afresh(self, request, view_func, view_args, view_kwargs):
         """The process's copy of the token was refused (revoked, or its tenant changed): the
         view ran with no effect. Read the token again: gone, 401 (Django calls the view,
-        DRF refuses); else the view runs again on the fresh rows."""
+        DRF refuses); else the view runs again, once, on the rows read now."""
         header = request.META["HTTP_AUTHORIZATION"]
         forget(header)
-        found = bearer(header)
+        found = bearer(header, fresh=True)
         request.access_denied = None
         if found is None:
             request.runtime_token = request.tenant = None
@@ -179,7 +179,7 @@ class TenantMiddleware:
             return None
         request.runtime_token = found.token
         request.tenant = found.token.tenant
-        return self._run(request, view_func, view_args, view_kwargs, found.check)
+        return self._run(request, view_func, view_args, view_kwargs, None)
 
 
 def _call(request, view_func, view_args, view_kwargs):
