@@ -335,8 +335,7 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
 
     pieces = {
         "read a bearer token (1 query)": lambda: resolve_bearer(f"Bearer {token}"),
-        # What a request does with a token its process has read before: no query (the
-        # check rides on its first tenant statement, tenancy_app.auth).
+        # No query: its check rides on the first tenant statement (tenancy_app.auth).
         "a bearer token the process knows": lambda: bearer(f"Bearer {token}"),
         "tenant transaction (BEGIN, set_config, COMMIT)": empty_transaction,
         "store.get_items, 50 items (transaction included)": read,
