@@ -56,7 +56,7 @@ _TOUCH_SQL = "SELECT tenancy_token_touch(%s, %s, %s)"
 LIVE = "tenancy_token_live(%s, %s, %s)"
 # Tokens one process keeps (secret hash -> the row read); past this, it starts again.
 KNOWN_MAX = 10_000
-_known: dict[str, tuple[Any, ...]] = {}
+_known: dict[str, "_Known"] = {}
 
 
 @dataclass(frozen=True)
