@@ -81,6 +81,7 @@ __all__ = [
     "GUARD_SQLSTATE",
     "TENANT_SETTING",
     "GuardRefused",
+    "check_pending_guard",
     "columns",
     "current_tenant",
     "db_value",
@@ -198,6 +199,17 @@ def guard_tenant_statements(
         setattr(connection, _GUARD_ATTR, None)
 
 
+def check_pending_guard(using: str = DEFAULT_DB_ALIAS) -> None:
+    """Run the connection's guard on its own, if no tenant statement has carried it: for
+    a caller that sent none (`GuardRefused` if it refuses). Spent either way."""
+    connection = connections[using]
+    guard = _guard(connection)
+    if guard is None:
+        return
+    _run_guarded(using, f"SELECT {guard[0]}", guard[1], guard)
+    _spend_guard(connection)
+
+
 def _guard(connection: Any) -> tuple[str, list[Any]] | None:
     return getattr(connection, _GUARD_ATTR, None)
 
@@ -278,6 +290,13 @@ def _set_tenant(connection: Any, using: str, tenant_id: int) -> None:
     sql, params = "SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(tenant_id)]
     if guard is not None:
         sql, params = f"{sql}, {guard[0]}", [*params, *guard[1]]
+    _run_guarded(using, sql, params, guard)
+    if guard is not None:
+        _spend_guard(connection)
+
+
+def _run_guarded(using: str, sql: str, params: Sequence[Any], guard: Any) -> None:
+    """One statement outside the tenant's tables; a refusing guard in it is `GuardRefused`."""
     with hot_cursor(using, tenant_owned=False) as cursor:
         try:
             cursor.execute(sql, params)
@@ -285,8 +304,6 @@ def _set_tenant(connection: Any, using: str, tenant_id: int) -> None:
             if guard is not None and _refused(exc):
                 raise GuardRefused(str(exc.__cause__ or exc)) from exc
             raise
-    if guard is not None:
-        _spend_guard(connection)
 
 
 # The tenant, and generic plans for this message's prepared statement: a hot statement is

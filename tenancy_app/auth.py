@@ -16,7 +16,7 @@ the middleware forgets the copy and resolves the token afresh (a revoked
 token: 401; a changed tenant: the view runs again on the fresh row). So a
 revoked token still fails its very next request, in every process, and a
 tenant's new policy applies to the next request. A request that sends no
-tenant statement checks once at its end (`verify`).
+tenant statement checks once at its end (`stateroom.sql.check_pending_guard`).
 """
 
 import logging
@@ -26,11 +26,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions, throttling
 
-from stateroom.sql import GUARD_SQLSTATE, GuardRefused, columns, hot_cursor, model_from_row
+from stateroom.sql import columns, hot_cursor, model_from_row
 
 from .models import TOKEN_ROLE_RANK, RuntimeToken, Tenant, TokenRole, hash_secret
 
@@ -99,12 +98,13 @@ def _read(hashed: str) -> tuple[Any, ...] | None:
 
 
 class _Known:
-    """A token row the process read (with its tenant's, and that row's version)."""
+    """A token row the process read (with its tenant's, and that row's version), and when
+    the process last stamped its use."""
 
-    def __init__(self, row: tuple[Any, ...]) -> None:
+    def __init__(self, row: tuple[Any, ...], last_used_at: Any) -> None:
         self.row = row[:-1]
         self.version = row[-1]
-        self.last_used_at = _from_row(self.row).last_used_at
+        self.last_used_at = last_used_at
 
 
 def bearer(header: str | None, *, fresh: bool = False) -> Bearer | None:
@@ -118,19 +118,20 @@ def bearer(header: str | None, *, fresh: bool = False) -> Bearer | None:
     if hashed is None:
         return None
     known = None if fresh else _known.get(hashed)
-    fresh = known is None
     if known is None:
         row = _read(hashed)
         if row is None:
             return None
+        token, check = _from_row(row), None
         if len(_known) >= KNOWN_MAX:
             _known.clear()
-        known = _known[hashed] = _Known(row)
-    token = _from_row(known.row)  # each request its own instances
-    token.last_used_at = known.last_used_at
+        known = _known[hashed] = _Known(row, token.last_used_at)
+    else:
+        token = _from_row(known.row)  # each request its own instances
+        token.last_used_at = known.last_used_at
+        check = (LIVE, [token.pk, token.tenant_id, known.version])
     _touch(token)
     known.last_used_at = token.last_used_at
-    check = None if fresh else (LIVE, [token.pk, token.tenant_id, known.version])
     return Bearer(token, check)
 
 
@@ -141,30 +142,13 @@ def forget(header: str | None) -> None:
         _known.pop(hashed, None)
 
 
-def verify(check: tuple[str, list[Any]]) -> None:
-    """The check, on its own (a request that sent no tenant statement); `GuardRefused` if
-    it refuses."""
-    try:
-        with hot_cursor(tenant_owned=False) as cursor:
-            cursor.execute(f"SELECT {check[0]}", check[1])
-    except DatabaseError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE:
-            raise GuardRefused(str(exc.__cause__)) from exc
-        raise
-
-
 def resolve_bearer(header: str | None) -> RuntimeToken | None:
     """The live token (with its tenant) read now from the database, or None.
 
     One prepared statement: a revoked token is refused on the very next call.
     """
-    hashed = _secret(header)
-    row = None if hashed is None else _read(hashed)
-    if row is None:
-        return None
-    token = _from_row(row)
-    _touch(token)
-    return token
+    found = bearer(header, fresh=True)
+    return None if found is None else found.token
 
 
 class TokenPrincipal:

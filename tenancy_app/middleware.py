@@ -11,10 +11,10 @@ from django.shortcuts import redirect
 
 from stateroom import ports
 from stateroom.actor import Actor
-from stateroom.sql import GuardRefused, guard_tenant_statements
+from stateroom.sql import GuardRefused, check_pending_guard, guard_tenant_statements
 
 from .access import memberships_of
-from .auth import bearer, forget, verify
+from .auth import bearer, forget
 from .login import needs_second_factor
 from .models import Tenant
 from .scoping import in_tenant
@@ -198,17 +198,15 @@ def _checked(check, call):
     on its own when it sent none (`GuardRefused`: the token or its tenant changed)."""
     if check is None:
         return call()
-    with guard_tenant_statements(*check) as pending:
+    with guard_tenant_statements(*check):
         try:
             response = call()
         except GuardRefused:
             raise
         except BaseException:
-            if pending():  # a refused token's request fails as one, whatever else went wrong
-                verify(check)
+            check_pending_guard()  # a refused token's request fails as one, whatever went wrong
             raise
-        if pending():
-            verify(check)
+        check_pending_guard()
         return response
 
 
