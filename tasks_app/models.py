@@ -90,7 +90,9 @@ class TaskCheckpoint(TenantOwned):
 # A LangGraph thread is a durable task (its `task_id` is the thread id). What
 # LangGraph's checkpointer keeps lives in three tables of its own, so a
 # checkpoint's channel values are stored once per channel version however many
-# checkpoints share them (docs/architecture.md, "LangGraph threads").
+# checkpoints share them (docs/architecture.md, "LangGraph threads"). Each row keeps
+# its task key `(tenant_id, task_id)`, not the tenant's own key nor the one-column
+# indexes (`hot_row_tenant`: every unique key leads with tenant and task).
 
 
 class GraphCheckpoint(TenantOwned):
@@ -101,8 +103,13 @@ class GraphCheckpoint(TenantOwned):
     `GraphBlob` rows named by (namespace, channel, version).
     """
 
+    tenant = hot_row_tenant()
     task = TenantForeignKey(
-        Task, on_delete=models.CASCADE, related_name="graph_checkpoints", db_constraint=False
+        Task,
+        on_delete=models.CASCADE,
+        related_name="graph_checkpoints",
+        db_constraint=False,
+        db_index=False,
     )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=128)
@@ -135,8 +142,13 @@ class GraphBlob(TenantOwned):
     (the serialized bytes are in `data`).
     """
 
+    tenant = hot_row_tenant()
     task = TenantForeignKey(
-        Task, on_delete=models.CASCADE, related_name="graph_blobs", db_constraint=False
+        Task,
+        on_delete=models.CASCADE,
+        related_name="graph_blobs",
+        db_constraint=False,
+        db_index=False,
     )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     channel = models.CharField(max_length=255)
@@ -168,8 +180,13 @@ class GraphWrite(TenantOwned):
     while the checkpoint before it may still be on its way.
     """
 
+    tenant = hot_row_tenant()
     task = TenantForeignKey(
-        Task, on_delete=models.CASCADE, related_name="graph_writes", db_constraint=False
+        Task,
+        on_delete=models.CASCADE,
+        related_name="graph_writes",
+        db_constraint=False,
+        db_index=False,
     )
     checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=128)
