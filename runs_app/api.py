@@ -26,6 +26,7 @@ from stateroom.api import (
 from stateroom.api_schema import ERRORS_LIST, ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (
     DecimalStringField,
+    GatedJSONField,
     NoQuery,
     PageQuery,
     PublicIdField,
@@ -130,7 +131,7 @@ class RunTransitionIn(StrictSerializer):
 class RunEventIn(StrictSerializer):
     type = StrictCharField(max_length=MAX_EVENT_TYPE_LENGTH)
     node_id = _text("current_node_id")
-    payload = serializers.JSONField(allow_null=True)
+    payload = GatedJSONField(allow_null=True)
 
 
 class RunEventsIn(StrictSerializer):

@@ -20,6 +20,7 @@ except the objects declared open (`OpenObject`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -40,7 +41,47 @@ from .ids import (
 UNKNOWN_FIELD = "unknown_field"
 
 
-class StrictSerializer(serializers.Serializer):
+class LeanFields:
+    """A serializer's fields, copied per instance without re-running every field's `__init__`.
+
+    DRF deep-copies the declared fields for each serializer it builds, and a
+    field's deep copy is a new field made from its original arguments: a third
+    of a LangGraph put's validation went there. A leaf field keeps no state of a
+    request (its validation reads only its own settings and, once bound, its
+    parent), so a shallow copy, which `Serializer.fields` then binds to this
+    serializer, is as good. A nested serializer is deep-copied as DRF does (it
+    keeps the state of its own validation); a list or dict field's item field is
+    copied with it.
+    """
+
+    def get_fields(self):
+        return {name: _copied(field) for name, field in self._declared_fields.items()}
+
+
+def _copied(field: serializers.Field) -> serializers.Field:
+    if isinstance(field, serializers.BaseSerializer):
+        return copy.deepcopy(field)
+    copied = copy.copy(field)
+    child = getattr(field, "child", None)  # a list or dict field's item field
+    if isinstance(child, serializers.Field):
+        # Bound as the original's child was (same name, label and source), to the copy.
+        copied.child = _copied(child)
+        copied.child.parent = copied
+    return copied
+
+
+class GatedJSONField(serializers.JSONField):
+    """Any JSON value of a request body, taken as parsed.
+
+    DRF's JSONField serializes the value again to prove it is JSON; a body's
+    value has passed the JSON gate (`stateroom.jsongate`), which proves more.
+    """
+
+    def to_internal_value(self, data):
+        return data
+
+
+class StrictSerializer(LeanFields, serializers.Serializer):
     """A request body (or a nested object of one) that refuses keys it does not declare."""
 
     def to_internal_value(self, data):
@@ -56,7 +97,7 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class OpenObject(serializers.Serializer):
+class OpenObject(LeanFields, serializers.Serializer):
     """A nested object that keeps keys beyond the declared ones (its schema says so)."""
 
     def to_internal_value(self, data):
@@ -193,7 +234,7 @@ def strings(max_length: int, **kwargs) -> serializers.ListField:
 
 
 # --- query parameters ---------------------------------------------------------
-class QuerySerializer(serializers.Serializer):
+class QuerySerializer(LeanFields, serializers.Serializer):
     """The query parameters an endpoint takes (their values are text, so numbers parse)."""
 
 
@@ -231,7 +272,7 @@ def query(request, serializer_class: type[QuerySerializer]) -> dict[str, Any]:
     """
     params = request.query_params
     values = {key: params[key] for key in params if params[key] != ""}
-    # One serializer: DRF deep-copies the declared fields on each instantiation.
+    # One serializer: each instance copies the declared fields (`LeanFields`).
     serializer = serializer_class(data=values)
     unknown = sorted(key for key in params if key not in serializer.fields)
     if unknown:

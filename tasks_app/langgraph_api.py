@@ -28,6 +28,7 @@ from stateroom.actor import Actor
 from stateroom.api import DEFAULT_LIMIT, not_found_first, validated
 from stateroom.api_schema import ERRORS_READ, ERRORS_STATEFUL, ERRORS_WRITE, error
 from stateroom.contract import (
+    GatedJSONField,
     NoQuery,
     QuerySerializer,
     StrictCharField,
@@ -70,7 +71,7 @@ class ValueIn(StrictSerializer):
         max_length=TYPE_MAX,
         help_text="`json` (the value is in `value`) or the serializer's type (bytes in `data`)",
     )
-    value = serializers.JSONField(required=False, allow_null=True)
+    value = GatedJSONField(required=False, allow_null=True)
     data = StrictCharField(required=False, allow_blank=True)
 
     def validate(self, attrs):
@@ -91,7 +92,7 @@ class ValueIn(StrictSerializer):
 
 class BlobIn(ValueIn):
     channel = StrictCharField(max_length=CHANNEL_MAX)
-    version = serializers.JSONField(help_text="The channel's version: a string or a number")
+    version = GatedJSONField(help_text="The channel's version: a string or a number")
 
 
 class WriteIn(ValueIn):
