@@ -51,18 +51,25 @@ class DefinerFunction(migrations.operations.base.Operation):
         *,
         volatile=False,
         language: str = "sql",
+        replaces: str | None = None,
     ):
+        """`replaces`: the body of the function this one replaces (same name and signature),
+        which a reverse migration puts back; without it, reversing drops the function."""
         self.name = name
         self.signature = signature
         self.returns = returns
         self.body = body
         self.volatile = volatile
         self.language = language
+        self.replaces = replaces
 
     def state_forwards(self, app_label, state) -> None:
         pass
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state) -> None:
+        self._create(schema_editor, self.body)
+
+    def _create(self, schema_editor, body: str) -> None:
         with schema_editor.connection.cursor() as cursor:
             cursor.execute("SELECT current_schema()")
             schema = cursor.fetchone()[0]
@@ -72,11 +79,14 @@ class DefinerFunction(migrations.operations.base.Operation):
             f"CREATE OR REPLACE FUNCTION {self.name}({self.signature}) RETURNS {self.returns}"
             f" LANGUAGE {self.language} {volatility} SECURITY DEFINER"
             f" SET search_path = {quoted}, pg_temp"
-            f" AS $fn$ {self.body} $fn$",
+            f" AS $fn$ {body} $fn$",
             params=None,
         )
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state) -> None:
+        if self.replaces is not None:
+            self._create(schema_editor, self.replaces)
+            return
         types = ", ".join(part.split()[-1] for part in self.signature.split(",") if part.strip())
         schema_editor.execute(f"DROP FUNCTION IF EXISTS {self.name}({types})")
 
@@ -87,6 +97,8 @@ class DefinerFunction(migrations.operations.base.Operation):
         kwargs: dict = {"volatile": True} if self.volatile else {}
         if self.language != "sql":
             kwargs["language"] = self.language
+        if self.replaces is not None:
+            kwargs["replaces"] = self.replaces
         return (
             self.__class__.__qualname__,
             [self.name, self.signature, self.returns, self.body],

@@ -9,6 +9,7 @@ would be from another process.
 """
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -17,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions_app.models import SessionItem
+from tenancy_app import auth
 from tenancy_app.models import RuntimeToken, Tenant
 from tenancy_app.scoping import in_tenant
 
@@ -136,3 +138,18 @@ def test_another_tenants_token_still_sees_nothing_of_this_one(known, api_b, tena
     assert api_b.get("/api/v1/sessions/s-1/items").status_code == 404
     assert api_b.get("/api/v1/sessions/s-1/items").status_code == 404  # known now too
     assert known.get("/api/v1/sessions/s-1/items").status_code == 200
+
+
+def last_used(tenant):
+    with in_tenant(tenant):
+        return RuntimeToken.objects.get().last_used_at
+
+
+def test_a_revoked_known_token_is_not_stamped_as_used(known, tenant_a, monkeypatch):
+    monkeypatch.setattr(auth, "LAST_USED_RESOLUTION", timedelta(0))  # every call stamps
+    assert known.get("/api/v1/sessions/s-1/items").status_code == 200
+    stamped = last_used(tenant_a)
+    assert stamped is not None
+    revoke(tenant_a)
+    assert known.get("/api/v1/sessions/s-1/items").status_code == 401
+    assert last_used(tenant_a) == stamped
