@@ -412,3 +412,33 @@ def test_a_client_told_a_larger_limit_learns_the_servers_from_the_413(server):
             await body(client)
 
     asyncio.run(go())
+
+
+def test_an_item_read_again_is_not_digested_again_and_is_still_found(server, monkeypatch):
+    """The seqs the gate references a conversation by: each item's digest once per object."""
+    from stateroom_client.agents import session as session_module
+
+    digested: list[Any] = []
+    original = session_module.item_digest
+
+    def counting(item: Any) -> str:
+        digested.append(item)
+        return original(item)
+
+    monkeypatch.setattr(session_module, "item_digest", counting)
+
+    async def body(client: AsyncStateroomClient) -> None:
+        writer = await StateroomSession.create(client, user_id="u-1", session_id="s-digest")
+        hello, hi = {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"}
+        await writer.add_items([hello, hi, hello])
+        reader = StateroomSession(client, "s-digest")
+        digested.clear()
+        assert await reader.get_items() == [hello, hi, hello]
+        assert len(digested) == 3
+        assert await reader.get_items() == [hello, hi, hello]
+        assert await reader.get_items(limit=2) == [hi, hello]
+        assert len(digested) == 3  # read again: nothing new to digest
+        assert [reader.seq_of(hello), reader.seq_of(hello, after=1), reader.seq_of(hi)] == [1, 3, 2]
+        assert reader.seq_of({"role": "user", "content": "never"}) is None
+
+    run(server, body)

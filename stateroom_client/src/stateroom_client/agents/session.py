@@ -136,6 +136,9 @@ class StateroomSession:
         # item digest -> the seqs this object read or wrote it at: lets the gate
         # reference a conversation by seq instead of copying it (`seqs_of`).
         self._known: dict[str, list[int]] = {}
+        # The seqs in `_known`: an item's payload at a seq does not change, so an item read
+        # again (every turn reads the history) is not digested again.
+        self._remembered: set[int] = set()
 
     @classmethod
     async def create(
@@ -331,10 +334,12 @@ class StateroomSession:
 
     # --- seqs: a conversation by reference ------------------------------------
     def _remember(self, seq: int, payload: Any) -> None:
+        if seq in self._remembered:
+            return
+        self._remembered.add(seq)
         seqs = self._known.setdefault(item_digest(payload), [])
-        if seq not in seqs:
-            seqs.append(seq)
-            seqs.sort()
+        seqs.append(seq)
+        seqs.sort()
 
     def seq_of(self, item: Any, *, after: int = 0) -> int | None:
         """The first seq after `after` at which this object read or wrote `item`, if any."""
