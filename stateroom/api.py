@@ -73,7 +73,7 @@ def exception_handler(exc, context):
     if isinstance(exc, StateroomError):
         if not exc.keep_changes:
             _rollback()
-        if exc.status in (403, 404):
+        if exc.status in (403, 404) and exc.denial:
             _denied(exc.status, exc.code)
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
     if isinstance(exc, exceptions.ValidationError):

@@ -39,6 +39,10 @@ class StateroomError(Exception):
     # finds the lease passed expires the session): the request's transaction
     # commits that fact instead of rolling back.
     keep_changes = False
+    # A 403 or 404 is an attempt on something the caller may not see: the API records it
+    # (`access.denied`, audit_app.services.record_access_denied). False for a refusal
+    # that names nothing of anyone's (`UnusedName`).
+    denial = True
 
     def __init__(
         self, message: str = "", *, code: str | None = None, details: dict[str, Any] | None = None
@@ -53,6 +57,16 @@ class StateroomError(Exception):
 class NotFound(StateroomError):
     status = 404
     code = "not_found"
+
+
+class UnusedName(NotFound):
+    """404 for a name the caller chooses and has not used yet, e.g. a LangGraph thread id.
+
+    Such a name lives in the caller's tenant only: asking for one it never wrote
+    is routine (a runtime's first look at a new thread), not an attempt on
+    another tenant's data, so it is no `access.denied` event."""
+
+    denial = False
 
 
 class Forbidden(StateroomError):

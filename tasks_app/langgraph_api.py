@@ -39,7 +39,7 @@ from stateroom.contract import (
     limit_field,
     query,
 )
-from stateroom.errors import NotFound, Unprocessable
+from stateroom.errors import NotFound, Unprocessable, UnusedName
 from tenancy_app.middleware import non_atomic_tenant_view
 
 from .langgraph_store import (
@@ -483,6 +483,16 @@ def _none() -> None:
     return None
 
 
+def _by_name(call: Callable[[], Response]) -> Response:
+    """`call()` on a thread named by LangGraph's id: an unknown one is a name this tenant
+    has not used (`UnusedName`: 404, and no `access.denied` event; the saver's first
+    look at every new thread is one)."""
+    try:
+        return call()
+    except NotFound as exc:
+        raise UnusedName(exc.message, code=exc.code, details=exc.details) from exc
+
+
 def _new_thread_too(store: GraphThreadStore, thread_id: str, write: Callable[[], Response]):
     """`write()`; on an unknown thread, make its task and write again.
 
@@ -528,7 +538,7 @@ def thread_checkpoints(request):
         return _new_thread_too(
             store, data["thread_id"], lambda: _put(store, data["thread_id"], data, lookup=_none)
         )
-    return _page(request, store, _list_query(request, ThreadListQuery))
+    return _by_name(lambda: _page(request, store, _list_query(request, ThreadListQuery)))
 
 
 @extend_schema(
@@ -567,7 +577,7 @@ def thread_writes(request):
 @api_view(["POST"])
 def thread_delete(request):
     data = validated(ThreadIn, request, lookup=lambda: None)
-    return Response(_store(request).delete_thread(thread_id=data["thread_id"]))
+    return _by_name(lambda: Response(_store(request).delete_thread(thread_id=data["thread_id"])))
 
 
 @extend_schema(
@@ -584,11 +594,13 @@ def thread_delete(request):
 @api_view(["POST"])
 def thread_copy(request):
     data = validated(ThreadCopyIn, request, lookup=lambda: None)
-    return Response(
-        _store(request).copy_thread(
-            thread_id=data["thread_id"],
-            target_thread_id=data["target_thread_id"],
-            create_target=True,
+    return _by_name(
+        lambda: Response(
+            _store(request).copy_thread(
+                thread_id=data["thread_id"],
+                target_thread_id=data["target_thread_id"],
+                create_target=True,
+            )
         )
     )
 
@@ -607,4 +619,7 @@ def thread_copy(request):
 @api_view(["POST"])
 def thread_prune(request):
     data = validated(ThreadPruneIn, request, lookup=lambda: None)
-    return Response(_store(request).prune(thread_id=data["thread_id"], strategy=data["strategy"]))
+    store = _store(request)
+    return _by_name(
+        lambda: Response(store.prune(thread_id=data["thread_id"], strategy=data["strategy"]))
+    )

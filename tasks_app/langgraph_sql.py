@@ -1,6 +1,8 @@
 """The hot statements of `GraphThreadStore` (tasks_app.langgraph_store): a put, a task's
 writes and a page of checkpoints, each one statement (`hot_cursor(alone=True)`)."""
 
+from django.db import connection
+
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
 
 TASKS = Task._meta.db_table
@@ -90,3 +92,16 @@ PUT_WRITES = (
     " WHERE EXCLUDED.idx < 0 RETURNING 1)"
     " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM w)"
 )
+
+# A new thread's task (`ensure_thread`): every column Django would write, in one statement
+# that does nothing when a task already has the id.
+_TASK_FIELDS = [f for f in Task._meta.concrete_fields if not f.primary_key]
+NEW_TASK = (
+    f"INSERT INTO {TASKS} ({', '.join(f.column for f in _TASK_FIELDS)})"
+    f" VALUES ({', '.join(['%s'] * len(_TASK_FIELDS))})"
+    " ON CONFLICT (tenant_id, task_id) DO NOTHING RETURNING id"
+)
+
+
+def new_task_params(task: Task) -> list:
+    return [f.get_db_prep_save(f.pre_save(task, True), connection) for f in _TASK_FIELDS]

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from django.db import IntegrityError
 from django.db.models import Exists, F, Func, OuterRef, Subquery
 
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
@@ -47,6 +46,7 @@ from stateroom.store import BaseStore
 from .langgraph_sql import (
     BLOBS,
     CHECKPOINTS,
+    NEW_TASK,
     PUT,
     PUT_WRITES,
     TASKS,
@@ -54,6 +54,7 @@ from .langgraph_sql import (
     THREAD_OF,
     WRITES,
     list_sql,
+    new_task_params,
 )
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
 
@@ -276,12 +277,12 @@ class GraphThreadStore(BaseStore):
         return task
 
     def ensure_thread(self, thread_id: str) -> Task:
-        """The thread's task, made now if there is none (a new LangGraph thread)."""
+        """The thread's task, made now if there is none (a new LangGraph thread).
+
+        One statement: the insert, or nothing when a task has the thread's task id
+        (made earlier, or by a concurrent first call); only then is it read.
+        """
         thread_id = valid_thread_id(thread_id)
-        with self.reading():
-            task = self._find(thread_id)
-        if task is not None:
-            return task
         now = self.now()
         task_id = task_id_for(thread_id)
         task = Task(
@@ -292,11 +293,12 @@ class GraphThreadStore(BaseStore):
             created_at=now,
             updated_at=now,
         )
-        try:
-            with self.atomic():
-                task.save(force_insert=True)
-        except IntegrityError:  # another request made it first
-            return self.thread(thread_id)
+        with hot_cursor(alone=True) as cursor:
+            cursor.execute(NEW_TASK, new_task_params(task))
+            row = cursor.fetchone()
+        if row is None:
+            return self.thread(thread_id)  # 404 if the id is another thread's derived one
+        task.pk = row[0]
         return task
 
     def list_checkpoints(

@@ -17,6 +17,7 @@ from stateroom.actor import Actor
 from tenancy_app.scoping import in_tenant
 from tests.conftest import login
 from tests.infra import admin_connection
+from tests.runs.conftest import make_task
 
 
 def events(tenant, action: str | None = None) -> list[AuditEvent]:
@@ -170,3 +171,25 @@ def test_verify_audit_anchor_catches_the_newest_rows_deleted(tenant_a, tmp_path,
         call_command("verify_audit", "--anchor", str(tmp_path))
     assert exit_.value.code == 1
     assert "BROKEN: tenant acme: anchored head #3 (at " in capsys.readouterr().err
+
+
+def test_an_unused_langgraph_thread_name_is_404_but_no_access_denied(
+    tenant_a, tenant_b, make_token, caplog
+):
+    """A thread id is a name in the caller's own tenant: the saver's first look at a new
+    thread (and a delete, copy or prune of one never written) is routine, not a probe.
+    A task's public id of another tenant stays a denial."""
+    make_task(tenant_a, "t-a")
+    runtime = Client(headers={"Authorization": f"Bearer {make_token(tenant_b)}"})
+    new = runtime.get("/api/v1/langgraph/checkpoints", {"thread_id": "conversation 7"})
+    assert (new.status_code, new.json()["error"]["code"]) == (404, "not_found")
+    for path in ("delete", "prune"):
+        response = runtime.post(
+            f"/api/v1/langgraph/threads/{path}", {"thread_id": "t-a"}, "application/json"
+        )
+        assert response.status_code == 404
+    assert events(tenant_b, "access.denied") == []
+    assert "access denied" not in caplog.text
+    assert runtime.get("/api/v1/tasks/t-a/langgraph/checkpoints").status_code == 404
+    [denied] = events(tenant_b, "access.denied")
+    assert denied.target_id == "/api/v1/tasks/t-a/langgraph/checkpoints"

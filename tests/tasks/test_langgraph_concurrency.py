@@ -14,7 +14,7 @@ from django.db import connection
 
 from stateroom.actor import Actor
 from tasks_app.langgraph_store import Blob, GraphThreadStore, Value, Write
-from tasks_app.models import GraphBlob, GraphCheckpoint, GraphWrite
+from tasks_app.models import GraphBlob, GraphCheckpoint, GraphWrite, Task
 from tenancy_app.scoping import in_tenant
 
 WORKERS = 6
@@ -85,3 +85,19 @@ def test_the_same_checkpoint_and_writes_from_racing_writers_land_once(tenant_a, 
         assert GraphCheckpoint.objects.count() == 1
         assert sorted(GraphBlob.objects.values_list("channel", "value")) == [("a", "A"), ("b", "B")]
         assert sorted(GraphWrite.objects.values_list("idx", flat=True)) == [-1, 0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_first_calls_of_a_new_thread_make_one_task(tenant_a):
+    """LangGraph sends a new thread's first put and writes at once: one task, with what
+    Django would have written, and every call gets it."""
+
+    def ensure(store: GraphThreadStore, n: int) -> int:
+        return store.ensure_thread("user 7/chat").pk
+
+    made = race(tenant_a, ensure)
+    with in_tenant(tenant_a):
+        [task] = Task.objects.filter(thread_id="user 7/chat")
+        assert task.objective == "LangGraph thread user 7/chat"
+        assert (task.status, task.version, task.constraints) == ("active", 1, [])
+    assert made == [task.pk] * WORKERS
