@@ -3,6 +3,8 @@ writes and a page of checkpoints, each one statement (`hot_cursor(alone=True)`).
 
 from django.db import connection
 
+from stateroom.sql import columns
+
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
 
 TASKS = Task._meta.db_table
@@ -105,3 +107,7 @@ NEW_TASK = (
 
 def new_task_params(task: Task) -> list:
     return [f.get_db_prep_save(f.pre_save(task, True), connection) for f in _TASK_FIELDS]
+
+
+# A thread's task by its task id (`GraphThreadStore._find`).
+FIND_TASK = f"SELECT {columns(Task)} FROM {TASKS} WHERE tenant_id = %s AND task_id = %s"

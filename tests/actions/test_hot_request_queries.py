@@ -94,9 +94,16 @@ def test_the_savers_put_write_and_read_are_each_one_message(transactional_db, ap
         "versions_seen": {},
     }
     blob = {"channel": "m", "version": 1, "type": "json", "value": ["hi"]}
-    # A new thread's first put also makes its task: more statements, once.
-    made = post(api_a, f"{url}/checkpoints", {"thread_id": "t 1", "checkpoint": first})
-    assert made.status_code == 201, made.content
+    # A new thread's first put also makes its task, once: the put finds no task, the task
+    # is looked up (a finished one would be 409), made, and the put runs again; each one
+    # message, with no transaction of its own (the token already known to the process).
+    assert api_a.get("/api/v1/me").status_code == 200
+    made = _sql(
+        lambda: post(api_a, f"{url}/checkpoints", {"thread_id": "t 1", "checkpoint": first})
+    )
+    assert len(made) == 4, made
+    assert [sql.startswith("SELECT set_config('app.tenant_id'") for sql in made] == [True] * 4
+    assert "INSERT INTO tasks_app_task" in made[2], made
     second = {**first, "id": "c2", "channel_versions": {"m": 2}}
     calls = {
         "put": lambda: post(
