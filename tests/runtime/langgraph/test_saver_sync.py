@@ -88,3 +88,11 @@ def test_sync_round_trip_of_values_writes_and_lists(server, saver):
     saver.delete_thread("th-s")
     assert saver.get_tuple(cfg("th-s")) is None
     saver.delete_thread("never-was")  # a no-op, as LangGraph expects
+
+
+def test_plain_text_is_any_valid_unicode_without_nul():
+    from stateroom_client.langgraph.saver import _plain
+
+    assert _plain({"ascii": "x" * 200, "accents": "café ☕ 🧭", "empty": ""})
+    assert not _plain("lone \ud800 surrogate")  # jsonb holds no lone surrogate
+    assert not _plain(["a\x00b"])  # nor NUL

@@ -68,8 +68,8 @@ def _plain(value: Any, depth: int = 0) -> bool:
     the integer 2). Anything else goes through the serializer instead.
     """
     kind = type(value)
-    if kind is str:
-        return "\x00" not in value and _encodes(value)
+    if kind is str:  # ASCII (a flag CPython keeps) encodes; else look for a lone surrogate
+        return "\x00" not in value and (value.isascii() or _encodes(value))
     if kind is bool or value is None:
         return True
     if kind is int:
