@@ -1,8 +1,6 @@
 """The hot statements of `GraphThreadStore` (tasks_app.langgraph_store): a put, a task's
 writes and a page of checkpoints, each one statement (`hot_cursor(alone=True)`)."""
 
-from django.db import connection
-
 from stateroom.sql import columns
 
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
@@ -95,18 +93,12 @@ PUT_WRITES = (
     " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM w)"
 )
 
-# A new thread's task (`ensure_thread`): every column Django would write, in one statement
-# that does nothing when a task already has the id.
-_TASK_FIELDS = [f for f in Task._meta.concrete_fields if not f.primary_key]
+# A new thread's task (`ensure_thread`): its columns, values and parameters from
+# `stateroom.sql.insert_from`; nothing when a task already has the id.
 NEW_TASK = (
-    f"INSERT INTO {TASKS} ({', '.join(f.column for f in _TASK_FIELDS)})"
-    f" VALUES ({', '.join(['%s'] * len(_TASK_FIELDS))})"
+    f"INSERT INTO {TASKS} ({{names}}) VALUES ({{values}})"
     " ON CONFLICT (tenant_id, task_id) DO NOTHING RETURNING id"
 )
-
-
-def new_task_params(task: Task) -> list:
-    return [f.get_db_prep_save(f.pre_save(task, True), connection) for f in _TASK_FIELDS]
 
 
 # A thread's task by its task id (`GraphThreadStore._find`).

@@ -40,7 +40,7 @@ from django.db.models import Exists, F, Func, OuterRef, Subquery
 from stateroom.errors import Conflict, ContentDeleted, NotFound, Unprocessable
 from stateroom.ids import is_valid_public_id
 from stateroom.jsondata import storable_json
-from stateroom.sql import hot_cursor, model_from_row
+from stateroom.sql import hot_cursor, insert_from, model_from_row
 from stateroom.store import BaseStore
 
 from .langgraph_sql import (
@@ -55,7 +55,6 @@ from .langgraph_sql import (
     THREAD_OF,
     WRITES,
     list_sql,
-    new_task_params,
 )
 from .models import TERMINAL_TASK_STATUSES, GraphBlob, GraphCheckpoint, GraphWrite, Task
 
@@ -290,21 +289,20 @@ class GraphThreadStore(BaseStore):
         thread_id = valid_thread_id(thread_id)
         now = self.now()
         task_id = task_id_for(thread_id)
-        task = Task(
-            tenant=self.tenant,
-            task_id=task_id,
-            thread_id=None if task_id == thread_id else thread_id,
-            objective=f"LangGraph thread {thread_id}",
-            created_at=now,
-            updated_at=now,
-        )
+        values = {
+            "task_id": task_id,
+            "thread_id": None if task_id == thread_id else thread_id,
+            "objective": f"LangGraph thread {thread_id}",
+            "created_at": now,
+            "updated_at": now,
+        }
+        names, selects, params = insert_from(Task, {"tenant_id": self.tenant.pk, **values})
         with hot_cursor(alone=True) as cursor:
-            cursor.execute(NEW_TASK, new_task_params(task))
+            cursor.execute(NEW_TASK.format(names=names, values=selects), params)
             row = cursor.fetchone()
         if row is None:
             return self.thread(thread_id)  # 404 if the id is another thread's derived one
-        task.pk = row[0]
-        return task
+        return Task(pk=row[0], tenant=self.tenant, **values)
 
     def list_checkpoints(
         self,

@@ -442,3 +442,18 @@ def test_an_item_read_again_is_not_digested_again_and_is_still_found(server, mon
         assert reader.seq_of({"role": "user", "content": "never"}) is None
 
     run(server, body)
+
+
+def test_an_item_written_then_read_back_otherwise_is_found_both_ways(server):
+    """JSON may read back otherwise than it was written (jsonb gives -0.0 back as 0): the object
+    that wrote an item finds its seq by the item as written and as read."""
+
+    async def body(client: AsyncStateroomClient) -> None:
+        session = await StateroomSession.create(client, user_id="u-1", session_id="s-zero")
+        written = {"role": "user", "content": "score", "score": -0.0}
+        await session.add_items([written])
+        [read] = await session.get_items()
+        assert read == written and repr(read["score"]) != repr(written["score"])  # not -0.0
+        assert [session.seq_of(written), session.seq_of(read)] == [1, 1]
+
+    run(server, body)

@@ -136,9 +136,11 @@ class StateroomSession:
         # item digest -> the seqs this object read or wrote it at: lets the gate
         # reference a conversation by seq instead of copying it (`seqs_of`).
         self._known: dict[str, list[int]] = {}
-        # The seqs in `_known`: an item's payload at a seq does not change, so an item read
-        # again (every turn reads the history) is not digested again.
-        self._remembered: set[int] = set()
+        # The seqs already read: a stored item reads back the same every time, so an item
+        # read again (every turn reads the history) is not digested again. What this
+        # object wrote is digested as written and once more as first read (JSON may
+        # read back otherwise: -0.0 as 0.0).
+        self._read: set[int] = set()
 
     @classmethod
     async def create(
@@ -190,7 +192,7 @@ class StateroomSession:
             page = await self.client.get_items(self.session_id, before_seq=before, limit=size)
             rows = page.results
             for row in reversed(rows):
-                self._remember(row.seq, row.payload)
+                self._remember(row.seq, row.payload, read=True)
                 if row.item_type == CLEAR:
                     return visible
                 if row.item_type in _REMOVES:
@@ -333,13 +335,15 @@ class StateroomSession:
             before = page.results[0].seq
 
     # --- seqs: a conversation by reference ------------------------------------
-    def _remember(self, seq: int, payload: Any) -> None:
-        if seq in self._remembered:
-            return
-        self._remembered.add(seq)
+    def _remember(self, seq: int, payload: Any, *, read: bool = False) -> None:
+        if read:
+            if seq in self._read:
+                return
+            self._read.add(seq)
         seqs = self._known.setdefault(item_digest(payload), [])
-        seqs.append(seq)
-        seqs.sort()
+        if seq not in seqs:
+            seqs.append(seq)
+            seqs.sort()
 
     def seq_of(self, item: Any, *, after: int = 0) -> int | None:
         """The first seq after `after` at which this object read or wrote `item`, if any."""
@@ -360,7 +364,7 @@ class StateroomSession:
                 for row in page.results:
                     if row.seq in wanted and row.seq <= last:
                         found[row.seq] = row.payload
-                        self._remember(row.seq, row.payload)
+                        self._remember(row.seq, row.payload, read=True)
                 after = page.results[-1].seq
         missing = [seq for seq in seqs if seq not in found]
         if missing:
