@@ -1,9 +1,9 @@
 """Prometheus metrics: every definition lives here, on the bottom floor, so any app may count.
 
 Through `prometheus_client` (pyproject.toml says why not django-prometheus). With
-`PROMETHEUS_MULTIPROC_DIR` set (gunicorn.conf.py), each worker writes its values to
-files there and `/metrics` (`stateroom.metrics_view`) adds them up across the
-workers; without it, the process's own registry is served.
+`PROMETHEUS_MULTIPROC_DIR` set (stateroom.serve empties it at start), each worker
+writes its values to files there and `/metrics` (`stateroom.metrics_view`) adds them
+up across the workers; without it, the process's own registry is served.
 
 Labels are bounded: a route is the URL pattern's name (never the path), a status
 an HTTP code, a risk one of four, an outcome one of five, a task a task's name. No
@@ -18,6 +18,7 @@ narrow SECURITY DEFINER function of theirs that answers across tenants.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -26,6 +27,11 @@ from datetime import datetime
 from django.conf import settings
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
+
+# A metric below without labels writes its file at once: the shared directory must exist
+# (whatever started this process, the first one to get here makes it).
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 UNMATCHED = "unmatched"  # no URL pattern matched (a 404 on an unknown path)
@@ -163,13 +169,51 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
+# A live gauge's file: `gauge_livesum_<pid>.db` (prometheus_client's naming).
+_LIVE_GAUGE = re.compile(r"gauge_live[a-z]+_(\d+)\.db")
+
+
+def drop_dead_processes(directory: str) -> list[int]:
+    """Forget the live gauges (open connections) of processes that are gone; the pids dropped.
+
+    A worker that exits leaves its files: its counters and histograms still count (a
+    counter never goes back), but its live gauges must not. Done here, at scrape time,
+    whoever started the worker and however it ended (a crash, a respawn, a server
+    killed before it could run an exit hook).
+    """
+    from prometheus_client import multiprocess
+
+    dropped = []
+    for name in os.listdir(directory):
+        found = _LIVE_GAUGE.fullmatch(name)
+        if found is None:
+            continue
+        pid = int(found.group(1))
+        if not _alive(pid):
+            multiprocess.mark_process_dead(pid, directory)
+            dropped.append(pid)
+    return dropped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
 def registry() -> CollectorRegistry:
     """What `/metrics` serves: every worker's values (multiprocess) or this process's,
     and the database's numbers read now."""
     from prometheus_client import REGISTRY, multiprocess
 
     update_connections()
-    if multiprocess_dir():
+    directory = multiprocess_dir()
+    if directory:
+        drop_dead_processes(directory)
         served = CollectorRegistry()
         multiprocess.MultiProcessCollector(served)
     else:

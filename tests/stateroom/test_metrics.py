@@ -15,7 +15,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import resolve
 from django.utils import timezone
-from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals_app.models import ApprovalRequest, Risk
@@ -285,52 +285,59 @@ from stateroom import metrics
 for _ in range(int(sys.argv[1])):
     metrics.count_request("api-session", "GET", 200, 0.01)
 metrics.DB_CONNECTIONS.set(1)
-print(os.getpid())
+print(os.getpid(), flush=True)
+sys.stdin.read()  # lives until the test closes its stdin
 """
 
 
 def test_multiprocess_values_are_added_up_and_a_dead_workers_gauge_dropped(tmp_path, db):
-    """Two processes count into one PROMETHEUS_MULTIPROC_DIR; the collector adds them up;
-    gunicorn.conf.py's child_exit drops the dead one's live gauge."""
-    from prometheus_client import multiprocess
-
-    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
-    pids = [
-        int(
-            subprocess.run(
-                [sys.executable, "-c", WORKER, str(n)],
-                env=env,
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.split()[-1]
+    """Two processes count into one PROMETHEUS_MULTIPROC_DIR, which the first one makes; the
+    collector adds them up; once one has exited, a scrape drops its live gauge (whatever
+    ran it: no server hook) and keeps its counts."""
+    directory = tmp_path / "multiproc"  # not there yet
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(directory))
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(n)],
+            env=env,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for n in (3, 4)
     ]
-
-    def collected() -> dict[str, float]:
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=str(tmp_path))
-        text = generate_latest(registry).decode()
-        return {
-            s.name + str(sorted(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
-
-    key = "stateroom_http_requests_total" + str(
-        sorted({"route": "api-session", "method": "GET", "status": "200"}.items())
-    )
-    assert collected()[key] == 7
-    assert collected()["stateroom_db_connections_open[]"] == 2
-    conf: dict = {}
-    exec((ROOT / "gunicorn.conf.py").read_text(), conf)
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
     try:
-        conf["child_exit"](None, type("Worker", (), {"pid": pids[0]})())
+        pids = [int(worker.stdout.readline()) for worker in workers]
+
+        def scraped() -> dict[str, float]:
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+            try:
+                text = generate_latest(metrics.registry()).decode()
+            finally:
+                del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+            return {
+                s.name + str(sorted(s.labels.items())): s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+            }
+
+        key = "stateroom_http_requests_total" + str(
+            sorted({"route": "api-session", "method": "GET", "status": "200"}.items())
+        )
+        first = scraped()
+        assert first[key] == 7
+        assert first["stateroom_db_connections_open[]"] == 2
+        workers[0].stdin.close()
+        workers[0].wait(timeout=30)
+        after = scraped()
+        assert after["stateroom_db_connections_open[]"] == 1  # the live one's
+        assert after[key] == 7  # counters keep a dead worker's counts
+        assert not list(directory.glob(f"gauge_live*_{pids[0]}.db"))
+        assert list(directory.glob(f"gauge_live*_{pids[1]}.db"))
     finally:
-        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
-    assert collected()["stateroom_db_connections_open[]"] == 1
-    assert collected()[key] == 7  # counters keep a dead worker's counts
+        for worker in workers:
+            if worker.stdin and not worker.stdin.closed:
+                worker.stdin.close()
+            worker.wait(timeout=30)
     assert metrics.multiprocess_dir() is None
