@@ -1,8 +1,9 @@
 """Web-edge middleware: request framing, caching of authenticated answers, session lifetime.
 
 - `LengthRequiredMiddleware`: a body sent with `Transfer-Encoding` (chunked)
-  and no length is refused with 411 before anything reads it. Django reads a
-  body by its Content-Length, so such a body would otherwise read as empty.
+  and no length is refused with 411 before the application reads it. Django
+  reads a body by its Content-Length, so such a body would otherwise read as
+  empty. The refused body is read and dropped, so the connection lives on.
 - `NoStoreMiddleware`: an answer to a request that carries credentials (a
   session cookie or an `Authorization` header) is `Cache-Control: no-store`:
   no browser or proxy keeps a copy of a tenant's data.
@@ -27,6 +28,8 @@ from django.utils.cache import add_never_cache_headers
 from .errors import error_body
 
 API_PREFIX = "/api/"
+# Past this much, a refused body is not read: the server closes its connection.
+DRAIN_LIMIT = 64 * 1024 * 1024
 AUTH_AT = "_stateroom_auth_at"
 SEEN_AT = "_stateroom_seen_at"
 # The idle clock is written back to the session at most this often (a write per request
@@ -45,10 +48,31 @@ class LengthRequiredMiddleware:
                 response = JsonResponse(error_body("length_required", message), status=411)
             else:
                 response = HttpResponse(message, status=411, content_type="text/plain")
-            # The unread body is the server's to discard (gunicorn drains it before
-            # reading the next request on the connection).
+            # Read and dropped first, as a refused body too large is (RequestSizeLimit):
+            # left unread, it would end the keep-alive connection it came on.
+            length = declared_length(request)
+            if length:  # a length given as well: it bounds what is there to read
+                drain(request, min(length, DRAIN_LIMIT))
+            else:
+                drain(request.META.get("wsgi.input"))
             return response
         return self.get_response(request)
+
+
+def declared_length(request) -> int:
+    """The request's Content-Length; 0 when there is none or it is not a number."""
+    try:
+        return max(int(request.META.get("CONTENT_LENGTH") or 0), 0)
+    except ValueError:
+        return 0
+
+
+def drain(stream, limit: int = DRAIN_LIMIT) -> None:
+    """Read and drop up to `limit` bytes of a refused request's body (`wsgi.input`, or a
+    Django request: whatever has `read`), so the connection can carry the next call."""
+    left = limit
+    while stream is not None and left > 0 and (chunk := stream.read(min(left, 64 * 1024))):
+        left -= len(chunk)
 
 
 class NoStoreMiddleware:

@@ -11,6 +11,7 @@ from django.shortcuts import redirect
 
 from stateroom import ports
 from stateroom.actor import Actor
+from stateroom.edge import DRAIN_LIMIT, declared_length, drain
 from stateroom.sql import GuardRefused, check_pending_guard, guard_tenant_statements
 
 from .access import memberships_of
@@ -39,11 +40,6 @@ def non_atomic_tenant_view(view):
     return view
 
 
-# Past this much, a refused body is left to the server (Django's and gunicorn's
-# servers also read what a request left unread before the next one).
-DRAIN_LIMIT = 64 * 1024 * 1024
-
-
 # The LangGraph checkpointer's routes: a checkpoint is a graph's whole state.
 LANGGRAPH_PATH = re.compile(r"^/api/v1/(?:langgraph/|tasks/[^/]+/langgraph(?:/|$))")
 
@@ -62,22 +58,17 @@ class RequestSizeLimitMiddleware:
     connection, its bytes would be taken for the client's next request and the
     server would drop the connection under that call. (WSGI does not let an
     application answer `Connection: close`: it is a hop-by-hop header, which
-    wsgiref refuses and gunicorn ignores.)
+    wsgiref refuses and servers need not honour.)
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
+        length = declared_length(request)
         limit = body_limit(request.path_info)
         if length > limit:
-            left = min(length, DRAIN_LIMIT)
-            while left > 0 and (chunk := request.read(min(left, 64 * 1024))):
-                left -= len(chunk)
+            drain(request, min(length, DRAIN_LIMIT))
             return JsonResponse(
                 {
                     "error": {
