@@ -8,7 +8,7 @@ history of SDK messages (~200 bytes each, as a chat's turns):
 - `read 50`: `get_items(limit=50)`, the newest 50 items in order.
 
 StateroomSession goes through the HTTP API (`AsyncStateroomClient`, keep-alive,
-no retries) to gunicorn with the production command line of the `api`
+no retries) to the web server with the production command line of the `api`
 section. SQLAlchemySession (the SDK's `agents.extensions.memory`) runs on the
 bench database through SQLAlchemy's async engine on psycopg 3, in a schema of
 its own (`agents_bench`, created by the owner role, which also runs it: the
@@ -24,7 +24,7 @@ import os
 import uuid
 from typing import Any
 
-from .api import CONFIGS, gunicorn, runtime_token
+from .api import CONFIGS, runtime_token, web_server
 from .generate import Catalogue
 from .langgraph import load_average
 from .scale import Scale
@@ -110,7 +110,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         "history": HISTORY,
         "iterations": iterations,
         "stateroom_setup": (
-            f"StateroomSession → AsyncStateroomClient (httpx keep-alive) → gunicorn {name} workers"
+            f"StateroomSession → AsyncStateroomClient (httpx keep-alive) → {name}, 2 workers"
         ),
         "sqlalchemy_setup": (
             f"SQLAlchemySession (SQLAlchemy async, psycopg 3) on schema {SCHEMA}, same database"
@@ -121,7 +121,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         sqlalchemy_url(owner), connect_args={"options": f"-csearch_path={SCHEMA}"}
     )
     try:
-        with gunicorn(log, extra) as base:
+        with web_server(log, extra) as base:
             client = AsyncStateroomClient(base, token, retries=0)
             result.update(_timed(_sides(client, engine, loop, tag), iterations, log))
             loop.run_until_complete(client.close())

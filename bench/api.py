@@ -1,8 +1,7 @@
-"""The HTTP API under gunicorn: per-call latency through the Python client, and a load test.
+"""The HTTP API under the web server: per-call latency through the Python client, and a load test.
 
-The bench starts gunicorn itself (2 workers, the worker class and threads of
-README.md's production command line, production settings, on 127.0.0.1 and
-a free port), times the store operations end to end through
+The bench starts the web server itself (README.md's production command line with
+2 workers, production settings, on 127.0.0.1 and a free port), times the store operations end to end through
 `stateroom_client.StateroomClient` (one keep-alive httpx client, sequential
 calls), then drives `GET /api/v1/sessions/<id>/items?limit=50` with `wrk`
 when it is installed, or with a bounded pool of Python threads otherwise.
@@ -34,7 +33,7 @@ from .timing import Sample, measure
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 2
-LOAD_TARGET = 1200.0  # req/s reading 50 items, gunicorn with 2 workers (issue 37; 800 in issue 17)
+LOAD_TARGET = 1200.0  # req/s reading 50 items, 2 workers (issue 37; 800 in issue 17)
 LOAD_P99_TARGET_MS = 25.0  # issue 37
 LOAD_CONNECTIONS = 8
 
@@ -45,29 +44,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def gunicorn_command(port: int, extra: list[str] | None = None) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "stateroom.wsgi:application",
-        "--workers",
-        str(WORKERS),
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "warning",
-        *(extra or []),
-    ]
+def server_command(port: int, args: list[str]) -> list[str]:
+    """A web server's command line (a `CONFIGS` entry's) bound to 127.0.0.1:`port`."""
+    if args[:1] == ["gunicorn"]:
+        return [sys.executable, "-m", *args, "--bind", f"127.0.0.1:{port}"]
+    return [sys.executable, "-m", *args, "--host", "127.0.0.1", "--port", str(port)]
 
 
 @contextmanager
-def gunicorn(log, extra: list[str] | None = None, **env: str) -> Iterator[str]:
-    """gunicorn on 127.0.0.1 (with `env` over this process's), stopped on exit."""
+def web_server(log, args: list[str] | None = None, **env: str) -> Iterator[str]:
+    """A web server (`args`: a `CONFIGS` entry's; default the production one) on 127.0.0.1,
+    with `env` over this process's; stopped on exit."""
     port = free_port()
-    cmd = gunicorn_command(port, extra)
+    cmd = server_command(port, args or CONFIGS[0][1])
     log("  starting " + " ".join(cmd[2:]))
-    errors = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-gunicorn-{port}.log"
+    errors = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-server-{port}.log"
     with errors.open("w") as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=err, stderr=err)
     base = f"http://127.0.0.1:{port}"
@@ -75,25 +66,25 @@ def gunicorn(log, extra: list[str] | None = None, **env: str) -> Iterator[str]:
         deadline = time.monotonic() + 30
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {errors.read_text()[-2000:]}")
+                raise RuntimeError(f"the web server exited: {errors.read_text()[-2000:]}")
             try:
                 httpx.get(f"{base}/api/v1/me", timeout=2)  # any answer (401) means ready
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("gunicorn did not answer within 30 s") from None
+                    raise RuntimeError("the web server did not answer within 30 s") from None
                 time.sleep(0.2)
         yield base
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=40)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         text = errors.read_text() if errors.exists() else ""
         if "Traceback" in text or "ERROR" in text:
-            log(f"  gunicorn log {errors}:\n{text[-3000:]}")
+            log(f"  web server log {errors}:\n{text[-3000:]}")
 
 
 def runtime_token(cat: Catalogue) -> str:
@@ -297,7 +288,7 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
     open the tenant transaction, read the items through the store, serialize
     them, render JSON; `whole request` is the same GET through Django's test
     Client (all middleware, DRF, no network), then through Django's WSGI
-    handler as gunicorn calls it (with the request signals: the connection's
+    handler as the web server calls it (with the request signals: the connection's
     health check, no test-client work). With the database on the same 2
     cores, this CPU time is what bounds req/s.
     """
@@ -352,7 +343,7 @@ def request_anatomy(cat: Catalogue, token: str, iterations: int = 200) -> dict:
 
 
 def _wsgi_get(handler, path: str, token: str) -> None:
-    """GET `path` as gunicorn calls Django's WSGI handler; raises unless it answers 200."""
+    """GET `path` as the web server calls Django's WSGI handler; raises unless it answers 200."""
     import io
 
     environ = {
@@ -382,23 +373,30 @@ def _wsgi_get(handler, path: str, token: str) -> None:
         raise RuntimeError(f"GET {path} through WSGI answered {statuses[0]}")
 
 
-# The production command line of README.md ("Running in production") first:
-# per-call latencies and the load test run against it (gthread, one thread per
-# worker, keep-alive: gunicorn.conf.py, which gunicorn reads from the checkout);
-# then, load-tested for comparison, the sync workers it replaced (every
-# connection closed after its answer) and the single threaded pool README.md
-# gives for deployments without a long-poll route. Each names its worker class
-# on the command line, which wins over gunicorn.conf.py. Keep them in step with
-# README.md.
+# The production command line of README.md ("Running in production") first: per-call
+# latencies and the load test run against it (Granian through `stateroom.serve`: keep-alive,
+# one request at a time per worker); then, load-tested for comparison, the pool README.md
+# gives for deployments without a long-poll route (four threads a worker), and the
+# servers it replaced: gunicorn's gthread workers with keep-alive (the production command
+# before Granian) and its sync workers (every connection closed after its answer). Keep
+# them in step with README.md.
+_GUNICORN = ["gunicorn", "stateroom.wsgi:application", "--workers", str(WORKERS)]
 CONFIGS = (
-    ("gthread keep-alive", ["--worker-class", "gthread", "--threads", "1", "--keep-alive", "15"]),
-    ("sync", ["--worker-class", "sync", "--timeout", "300"]),
-    ("gthread x4", ["--worker-class", "gthread", "--threads", "4"]),
+    ("Granian keep-alive", ["stateroom.serve", "--workers", str(WORKERS)]),
+    (
+        "Granian x4 threads",
+        ["stateroom.serve", "--workers", str(WORKERS), "--blocking-threads", "4"],
+    ),
+    (
+        "gunicorn gthread keep-alive",
+        [*_GUNICORN, "--worker-class", "gthread", "--threads", "1", "--keep-alive", "15"],
+    ),
+    ("gunicorn sync", [*_GUNICORN, "--worker-class", "sync", "--timeout", "300"]),
 )
 
 
 def _load_through_pooler(log, token: str, cat: Catalogue, seconds: int) -> dict:
-    """The production row's load with PgBouncer (transaction mode) between gunicorn and
+    """The production row's load with PgBouncer (transaction mode) between the web server and
     PostgreSQL, as README's production section sets it up (`DB_POOLER=transaction`)."""
     from . import pooler
 
@@ -407,7 +405,7 @@ def _load_through_pooler(log, token: str, cat: Catalogue, seconds: int) -> dict:
     try:
         with (
             pooler.pgbouncer(os.environ["DATABASE_URL"]) as pooled,
-            gunicorn(log, extra, DATABASE_URL=pooled, DB_POOLER="transaction") as base,
+            web_server(log, extra, DATABASE_URL=pooled, DB_POOLER="transaction") as base,
         ):
             return {**row, **load_test(base, token, cat, seconds)}
     except Exception as exc:  # no pgbouncer here: the row says so, the others stand
@@ -423,12 +421,12 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
     result: dict = {
         "workers": WORKERS,
         "worker_class": name,
-        "command": " ".join(gunicorn_command(0, extra)[2:]).replace(":0", ":<port>"),
+        "command": " ".join(server_command(0, extra)[2:]).replace(" 0", " <port>"),
         "client": "stateroom_client.StateroomClient (httpx, keep-alive), sequential calls",
         "operations": [],
         "loads": [],
     }
-    with gunicorn(log, extra) as base:
+    with web_server(log, extra) as base:
         with StateroomClient(base, token, retries=0) as client:
             for op_name, op in client_ops(client, cat, tag):
                 try:
@@ -444,7 +442,7 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
             {"worker_class": name, **load_test(base, token, cat, scale.load_seconds)}
         )
     for name, extra in CONFIGS[1:]:
-        with gunicorn(log, extra) as base:
+        with web_server(log, extra) as base:
             result["loads"].append(
                 {"worker_class": name, **load_test(base, token, cat, scale.load_seconds)}
             )

@@ -45,7 +45,10 @@ def _rows(run: dict) -> dict[str, tuple[float, float | None]]:
             rows[f"console: {page['page'].split(' (')[0]}"] = (page["p50_ms"], page["p95_ms"])
     load = sections.get("api", {}).get("load")
     if load and load.get("p50_ms") is not None:
-        rows["api: GET 50 items, gunicorn 2 sync workers under wrk"] = (load["p50_ms"], None)
+        rows["api: GET 50 items, the production server's 2 workers under wrk"] = (
+            load["p50_ms"],
+            None,
+        )
     return rows
 
 

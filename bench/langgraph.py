@@ -11,7 +11,7 @@ channel (plain JSON, as a chat graph's history), and, per call:
   node, with its writes: what LangGraph itself calls on the saver).
 
 StateroomSaver goes through the HTTP API (`StateroomClient`, keep-alive, no
-retries) to gunicorn with the production command line of the `api` section,
+retries) to the web server with the production command line of the `api` section,
 so each call is a request through auth, the tenant transaction and RLS.
 PostgresSaver (langgraph-checkpoint-postgres) talks to the bench database
 directly, in a schema of its own (`langgraph_bench`, created by the owner
@@ -29,7 +29,7 @@ import os
 import uuid
 from typing import Annotated, Any, TypedDict
 
-from .api import CONFIGS, gunicorn, runtime_token
+from .api import CONFIGS, runtime_token, web_server
 from .generate import Catalogue
 from .scale import Scale
 from .timing import measure_interleaved
@@ -168,13 +168,13 @@ def run(url: str, scale: Scale, cat: Catalogue, log) -> dict:
         "stateroom": {},
         "postgres": {},
         "stateroom_setup": (
-            f"StateroomSaver → StateroomClient (httpx keep-alive) → gunicorn {name} workers"
+            f"StateroomSaver → StateroomClient (httpx keep-alive) → {name}, 2 workers"
         ),
         "postgres_setup": f"PostgresSaver (psycopg, autocommit) on schema {SCHEMA}, same database",
     }
     try:
         with (
-            gunicorn(log, extra) as base,
+            web_server(log, extra) as base,
             StateroomClient(base, token, retries=0) as client,
             PostgresSaver.from_conn_string(postgres_url(owner)) as saver,
         ):

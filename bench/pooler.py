@@ -1,6 +1,6 @@
 """Debian's PgBouncer in `pool_mode = transaction` in front of a PostgreSQL server.
 
-For the API load row through the pooler (bench/api.py): the same gunicorn and
+For the API load row through the pooler (bench/api.py): the same web server and
 load as the production row, with `DATABASE_URL` at PgBouncer and
 `DB_POOLER=transaction` (prepared statements and server-side cursors off), as
 README's production section tells an operator to run it (docs/scaling.md).
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-POOL_SIZE = 8  # server connections: gunicorn's 2 sync workers need 2; room for the checks
+POOL_SIZE = 8  # server connections: the 2 workers need 2; room for the checks
 
 
 def binary() -> str | None:

@@ -79,6 +79,7 @@ def machine(url: str) -> dict:
         "python": sys.version.split()[0],
         "django": django.get_version(),
         "psycopg": _version("psycopg"),
+        "granian": _version("granian"),
         "gunicorn": _version("gunicorn"),
         "postgresql": pg_version,
         "postgresql_settings": settings,
@@ -295,7 +296,7 @@ def _store_peer_rows(op: dict, api: dict, api_ops: dict) -> list[list]:
         rows.append(
             [
                 "api",
-                f"{name} — HTTP, Python client → gunicorn ({api.get('workers')} {api.get('worker_class')} workers)",
+                f"{name} — HTTP, Python client → {api.get('worker_class')} ({api.get('workers')} workers)",
                 f"{_f(a.get('ops_per_s'), 0)} calls/s" if "error" not in a else "—",
                 _f(a.get("p50_ms"), 2),
                 _f(a.get("p95_ms"), 2),
@@ -332,7 +333,7 @@ def _load_verdict(load: dict, api: dict) -> str:
         if load["non_2xx"]
         else (
             f"one request costs {whole:.1f} ms of Python in process (p50; see the"
-            " anatomy below), and gunicorn, PostgreSQL and wrk share the 2 cores"
+            " anatomy below), and the web server, PostgreSQL and wrk share the 2 cores"
             if whole
             else "below target"
         )
@@ -355,7 +356,7 @@ def _api_load_rows(results: dict, api: dict) -> list[list]:
             [
                 "api",
                 f"load: GET last 50 items of the {results.get('scale', {}).get('timeline_items', 0):,}-item"
-                f" session, gunicorn {api.get('workers')} {load['worker_class']} workers"
+                f" session, {load['worker_class']}, {api.get('workers')} workers"
                 + (f" {load['via']}" if load.get("via") else "")
                 + (" (production command line)" if i == 0 else " (for comparison)")
                 + f", {load['tool']}",
@@ -516,7 +517,8 @@ def _header(results: dict) -> list[str]:
         f"**Machine:** {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB RAM, {m['os']}; "
         f"PostgreSQL {m['postgresql']} (shared_buffers {m['postgresql_settings']['shared_buffers']}, "
         f"synchronous_commit {m['postgresql_settings']['synchronous_commit']}) on the same machine; "
-        f"Python {m['python']}, Django {m['django']}, psycopg {m['psycopg']}, gunicorn {m['gunicorn']}.",
+        f"Python {m['python']}, Django {m['django']}, psycopg {m['psycopg']},"
+        f" Granian {m.get('granian')}, gunicorn {m['gunicorn']}.",
         "",
     ]
     if rows:

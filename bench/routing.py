@@ -10,7 +10,7 @@ the API's hot path calls it), the two sides interleaved call by call
 (`bench.timing.measure_interleaved`); each call asks on a run made running
 beforehand, outside the timing. The same is then asked, on runs of its own,
 through the HTTP API: `POST /api/v1/runs/{run_id}/approvals` with a runtime
-token, through Django's WSGI handler as gunicorn calls it (all middleware,
+token, through Django's WSGI handler as the web server calls it (all middleware,
 DRF, the token's lookup; no network). All four sides are interleaved.
 Reported: p50/p95 of each side, the ratio of the routed p50 to the plain one
 through the store and through the API (target ≤ 1.2x: issue 34 states it for
@@ -122,7 +122,7 @@ def _token(tenant) -> str:
 
 
 def _poster(tenant, runs: list) -> Callable[[int], object]:
-    """POST each run's approval through Django's WSGI handler, as gunicorn calls it."""
+    """POST each run's approval through Django's WSGI handler, as the web server calls it."""
     from django.core.handlers.wsgi import WSGIHandler
 
     handler, token, queue = WSGIHandler(), _token(tenant), list(runs)

@@ -2,7 +2,7 @@
 # What `make test` needs beyond Python packages: Chromium for the browser tests
 # (Debian's; Playwright's own download does not work here), PgBouncer for the
 # tests behind a transaction pooler (tests/pooler), Prometheus for the metrics
-# test that scrapes a gunicorn (tests/stateroom/test_metrics_prometheus.py), and Redis for the tests that
+# test that scrapes the web server (tests/stateroom/test_metrics_prometheus.py), and Redis for the tests that
 # run a real Celery worker. Installed where this machine allows it (root with
 # apt-get); otherwise one line each says what is missing and how to get it,
 # and those tests skip (in CI, CI=true, they fail instead).

@@ -420,9 +420,9 @@ SPECTACULAR_SETTINGS = {
 
 # --- Metrics (stateroom.metrics) ----------------------------------------------
 # /metrics answers only this bearer token; unset, it is a 404. Prometheus scrapes
-# gunicorn's own address (loopback or a private network), so plain HTTP there is
-# not redirected to HTTPS. PROMETHEUS_MULTIPROC_DIR (read by prometheus_client)
-# makes /metrics add up every gunicorn worker's values (gunicorn.conf.py).
+# the web server's own address (loopback or a private network), so plain HTTP there
+# is not redirected to HTTPS. PROMETHEUS_MULTIPROC_DIR (read by prometheus_client)
+# makes /metrics add up every worker's values (emptied by stateroom.serve at start).
 STATEROOM_METRICS_TOKEN = os.environ.get("STATEROOM_METRICS_TOKEN") or None
 # A `tenant` label (the slug) on the approval metrics and gauges; off, none.
 STATEROOM_METRICS_TENANT_LABELS = env_bool("STATEROOM_METRICS_TENANT_LABELS", False)

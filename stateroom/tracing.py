@@ -78,7 +78,7 @@ def _instrument(service_name: str, exporter: Any) -> Any:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         # Batched in a thread of its own; the SDK restarts it in a forked child
-        # (gunicorn's and Celery's prefork workers).
+        # (Celery's prefork workers; the web server's workers start their own).
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     else:
         provider.add_span_processor(SimpleSpanProcessor(exporter))

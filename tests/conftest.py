@@ -22,7 +22,7 @@ from tenancy_app.store import TenancyStore
 
 # The live server answers HTTP/1.1 keep-alive in two writes (headers, then body): with
 # Nagle's algorithm the body waits for the client's delayed ACK, 40 ms on every
-# request a runtime, a browser or a child process makes of it. Production's gunicorn
+# request a runtime, a browser or a child process makes of it. Production's server
 # is not Django's test server.
 QuietWSGIRequestHandler.disable_nagle_algorithm = True
 

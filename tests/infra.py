@@ -5,7 +5,7 @@
   owner or a superuser, to do what the app role cannot). It comes from
   `STATEROOM_ADMIN_DATABASE_URL`, else the `postgres` role on the test
   database's server.
-- `gunicorn(env)`: a real gunicorn serving the project on a free port.
+- `web_server(env)`: the production web server (Granian) serving the project on a free port.
 - `wait_for_lock_waiter(what)`: returns once a backend of the test database
   waits on a lock (the second writer of a race has reached the first's row).
 """
@@ -106,23 +106,23 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def gunicorn(
+def web_server(
     env: dict[str, str], *, workers: int = 1, extra: list[str] | None = None
 ) -> Iterator[str]:
-    """gunicorn as in production (gunicorn.conf.py: gthread, keep-alive) on 127.0.0.1; its base URL.
-
-    `extra`: more command-line options (they win over gunicorn.conf.py)."""
+    """The production web server (`python -m stateroom.serve`: Granian, keep-alive) on
+    127.0.0.1; its base URL. `extra`: more of Granian's options (they win over the defaults)."""
     port = free_port()
-    log = Path(tempfile.mkstemp(prefix="gunicorn-", suffix=".log")[1])
+    log = Path(tempfile.mkstemp(prefix="web-server-", suffix=".log")[1])
     command = [
-        str(Path(sys.executable).with_name("gunicorn")),
-        "stateroom.wsgi",
-        "-w",
+        sys.executable,
+        "-m",
+        "stateroom.serve",
+        "--workers",
         str(workers),
-        "-b",
-        f"127.0.0.1:{port}",
-        "--timeout",
-        "60",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
         *(extra or []),
     ]
     with log.open("w") as out:
@@ -137,14 +137,14 @@ def gunicorn(
             except httpx.TransportError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
-                        "gunicorn did not start:\n" + log.read_text()[-3000:]
+                        "the web server did not start:\n" + log.read_text()[-3000:]
                     ) from None
                 time.sleep(0.2)
         yield base
     finally:
         server.send_signal(signal.SIGTERM)
         try:
-            server.wait(timeout=20)
+            server.wait(timeout=40)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)

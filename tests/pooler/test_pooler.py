@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tenancy_app.models import Tenant, TokenRole
-from tests.infra import ROOT, gunicorn, pgbouncer, pooled_url, subprocess_env
+from tests.infra import ROOT, pgbouncer, pooled_url, subprocess_env, web_server
 
 SETTINGS_PROBE = """
 import json, django
@@ -95,10 +95,10 @@ def test_an_undeclared_pooler_is_refused_and_a_declared_one_works(tenant_a):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_gunicorn_behind_an_undeclared_pooler_does_not_start(tenant_a):
+def test_the_web_server_behind_an_undeclared_pooler_does_not_start(tenant_a):
     with pgbouncer(pool_size=2) as port:
         with pytest.raises(RuntimeError, match="UndeclaredPooler") as refused:
-            with gunicorn(pooled_env(port)):
+            with web_server(pooled_env(port)):
                 pass
         assert "pool_mode=transaction" in str(refused.value)
 
@@ -109,7 +109,7 @@ def test_the_api_behind_a_declared_pooler_serves_two_workers(make_token, tenant_
     headers = {"Authorization": f"Bearer {token}"}
     with (
         pgbouncer(pool_size=2) as port,
-        gunicorn(pooled_env(port, DB_POOLER="transaction"), workers=2) as base,
+        web_server(pooled_env(port, DB_POOLER="transaction"), workers=2) as base,
     ):
         created = httpx.post(
             f"{base}/api/v1/sessions", json={"user_id": "u1"}, headers=headers, timeout=10

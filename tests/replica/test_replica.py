@@ -3,7 +3,7 @@
 The module's fixture runs a primary of its own (initdb on a loopback port),
 migrates it, seeds two tenants, copies it with `pg_basebackup -R` into a hot
 standby started with `recovery_min_apply_delay = '1h'`: the replica holds what
-the primary had at the copy, and nothing committed after it. A gunicorn serves
+the primary had at the copy, and nothing committed after it. The web server serves
 the project on the primary with `DATABASE_REPLICA_URL` at the standby.
 """
 
@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from stateroom.database import APP_ROLE
-from tests.infra import ROOT, gunicorn, subprocess_env
+from tests.infra import ROOT, subprocess_env, web_server
 from tests.replication import Pair, primary_and_replica
 
 REASON = "replica pin check 7f3a"
@@ -47,7 +47,7 @@ def cluster():
             DATABASE_REPLICA_URL=pair.replica_url(),
             DB_REPLICA_PIN_SECONDS="600",  # the pin outlives the test; its end is unit-tested
         )
-        with gunicorn(env) as base:
+        with web_server(env) as base:
             yield pair, base
 
 

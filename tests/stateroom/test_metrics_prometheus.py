@@ -1,4 +1,4 @@
-"""Debian's Prometheus scrapes /metrics from a gunicorn with 2 workers (issue 35).
+"""Debian's Prometheus scrapes /metrics from the web server with 2 workers (issue 35).
 
 A scripted workload goes through the API (a session, runs, approvals asked and
 decided, a 404); Prometheus, started here on loopback with a 1 s scrape interval
@@ -26,7 +26,7 @@ import pytest
 from stateroom_client import StateroomClient
 from tenancy_app.models import TokenRole
 from tests.conftest import require_infrastructure
-from tests.infra import free_port, gunicorn, subprocess_env
+from tests.infra import free_port, subprocess_env, web_server
 
 TOKEN = "metrics-test-token"
 PROMETHEUS = os.environ.get("STATEROOM_PROMETHEUS") or shutil.which("prometheus")
@@ -109,8 +109,8 @@ def by(label_names: tuple[str, ...], series: dict) -> dict[tuple[str, ...], floa
 
 
 def workload(base: str, runtime_token: str, operator_token: str) -> None:
-    """The scripted calls. A long-poll is sent first and holds the worker that takes it,
-    so the calls after it are served by the other one: both workers count."""
+    """The scripted calls, a long-poll among them (it holds the worker that takes it: calls
+    on that worker's connections wait for it, those on the other worker's do not)."""
     with (
         StateroomClient(base, runtime_token) as client,
         StateroomClient(base, operator_token) as operator,
@@ -169,7 +169,7 @@ EXPECTED_REQUESTS = {
     ("api-approval-decision", "POST", "200"): 2,
     ("api-session", "GET", "404"): 1,
 }
-# The start-up check (tests.infra.gunicorn polls /healthz) and the scrapes vary in number.
+# The start-up check (tests.infra.web_server polls /healthz) and the scrapes vary in number.
 VARYING = {"healthz", "metrics"}
 
 
@@ -207,13 +207,16 @@ def test_prometheus_scrapes_both_workers_and_sees_the_workload(tenant_a, make_to
         PROMETHEUS_MULTIPROC_DIR=str(multiproc),
         STATEROOM_METRICS_TOKEN=TOKEN,
     )
-    # Sync workers: a worker held by the long-poll accepts nothing more, so the other one
-    # serves the rest (a gthread worker would queue them behind it on its kept connections).
-    # What /metrics adds up across workers is the same for either worker class.
-    with gunicorn(env, workers=2, extra=["-k", "sync"]) as base:
+    with web_server(env, workers=2) as base:
         assert httpx.get(base + "/metrics").status_code == 401
         workload(base, runtime_token, operator_token)
-        # Both workers counted requests (gunicorn.conf.py's hook emptied the directory first).
+        # Both workers counted requests (stateroom.serve emptied the directory first). Which
+        # worker takes a new connection is the kernel's choice: health checks, each on a
+        # connection of its own, until each worker has taken one.
+        for _ in range(50):
+            if len(list(multiproc.glob("counter_*.db"))) == 2:
+                break
+            assert httpx.get(base + "/healthz").status_code == 200
         assert len(list(multiproc.glob("counter_*.db"))) == 2
         with prometheus(base.removeprefix("http://")) as prom:
             wait_until(lambda: query(prom, 'up{job="stateroom"} == 1'), what="a first scrape")

@@ -1,6 +1,6 @@
 """A database that refuses connections: 503 with the error shape and Retry-After, then recovery.
 
-A real gunicorn serves the project as a role of its own (made by the test,
+The production web server serves the project as a role of its own (made by the test,
 with the app role's rights), so the connection limit this test sets to 0 and
 the sessions it ends touch no other test run on the same server.
 """
@@ -13,7 +13,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from tests.infra import admin_connection, database_url, gunicorn, subprocess_env
+from tests.infra import admin_connection, database_url, subprocess_env, web_server
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_no_connection_slots_is_503_then_the_app_recovers_without_a_restart(
         CELERY_TASK_ALWAYS_EAGER="1",
     )
     headers = {"Authorization": f"Bearer {token}"}
-    with gunicorn(env) as base, httpx.Client(base_url=base, headers=headers) as http:
+    with web_server(env) as base, httpx.Client(base_url=base, headers=headers) as http:
         assert http.get("/api/v1/me").status_code == 200
 
         cut_off(outage_role)

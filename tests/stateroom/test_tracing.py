@@ -35,7 +35,7 @@ from stateroom_client import StateroomClient
 from tenancy_app.scoping import in_tenant
 from tenancy_app.store import TenancyStore
 from tests.approvals.test_webhooks import Receiver
-from tests.infra import ROOT, gunicorn, producing_to, redis_server, subprocess_env
+from tests.infra import ROOT, producing_to, redis_server, subprocess_env, web_server
 
 LIVE = pytest.mark.django_db(transaction=True)  # servers and workers on their own connections
 
@@ -278,8 +278,8 @@ class Collector:
 
 
 @LIVE
-def test_an_otlp_endpoint_makes_gunicorn_export_the_requests_trace(tenant_a, make_token):
-    """The production path: gunicorn's (forked) worker exports over OTLP/HTTP, batched, the
+def test_an_otlp_endpoint_makes_the_web_server_export_the_requests_trace(tenant_a, make_token):
+    """The production path: the web server's worker process exports over OTLP/HTTP, batched, the
     request's span continuing the caller's traceparent, with its SQL beneath it."""
     token = make_token(tenant_a)
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -287,7 +287,7 @@ def test_an_otlp_endpoint_makes_gunicorn_export_the_requests_trace(tenant_a, mak
         env = subprocess_env(
             OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100"
         )
-        with gunicorn(env, workers=1) as base:
+        with web_server(env, workers=1) as base:
             response = httpx.post(
                 base + "/api/v1/runs",
                 json={"run_id": "r-otlp"},
@@ -313,7 +313,7 @@ def test_an_otlp_endpoint_makes_gunicorn_export_the_requests_trace(tenant_a, mak
         s for s in collector.spans if s.trace_id.hex() == trace_id and s.kind == s.SPAN_KIND_CLIENT
     ]
     assert sql, "the request's SQL"
-    # Health checks (gunicorn's start is polled on /healthz) are not traced.
+    # Health checks (the server's start is polled on /healthz) are not traced.
     assert all(
         s.trace_id.hex() == trace_id for s in collector.spans if s.kind == s.SPAN_KIND_SERVER
     )

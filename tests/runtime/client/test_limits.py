@@ -17,7 +17,7 @@ import time
 import pytest
 
 from stateroom_client import AsyncStateroomClient, PayloadTooLarge, StateroomClient
-from tests.infra import gunicorn, subprocess_env
+from tests.infra import subprocess_env, web_server
 
 LIMIT = 1024 * 1024  # the default STATEROOM_MAX_BODY_BYTES
 
@@ -43,9 +43,9 @@ def test_a_2mb_append_is_a_clean_payload_too_large_and_the_next_calls_succeed(se
         assert [i.seq for i in client.get_items("s-1")] == [1, 2, 3]
 
 
-def test_under_gunicorn_too(server):
-    """The production server (gunicorn.conf.py: keep-alive workers), on the test database."""
-    with gunicorn(subprocess_env(CELERY_TASK_ALWAYS_EAGER="1")) as base:
+def test_under_the_production_server_too(server):
+    """The production server (`python -m stateroom.serve`: keep-alive), on the test database."""
+    with web_server(subprocess_env(CELERY_TASK_ALWAYS_EAGER="1")) as base:
         with StateroomClient(base, server.token) as client:
             client.create_session(user_id="u-1", session_id="s-1")
             with pytest.raises(PayloadTooLarge) as refused:

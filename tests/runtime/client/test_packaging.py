@@ -4,7 +4,7 @@ An agent runtime installs the client, not Stateroom: the wheel built from
 stateroom_client/pyproject.toml must depend on httpx alone (the SDK adapters
 behind extras), hold only the `stateroom_client` package with its `py.typed`,
 and install into an empty environment without Django, Celery, psycopg or
-gunicorn.
+a web server.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 CLIENT = Path(__file__).resolve().parents[3] / "stateroom_client"
-SERVER_ONLY = {"django", "celery", "psycopg", "psycopg-binary", "gunicorn", "stateroom"}
+SERVER_ONLY = {"django", "celery", "psycopg", "psycopg-binary", "granian", "gunicorn", "stateroom"}
 
 
 def _pip(*args: str, cwd: Path) -> str:
