@@ -6,8 +6,8 @@ open between calls (a runtime makes a call per step on one pooled connection), a
 their reading, parsing and writing happen in Granian's own (Rust) threads, outside the
 GIL: each worker process runs the application in one Python thread, one request at a
 time, while its other connections wait in Granian's I/O loop. Measured against
-gunicorn's workers on the bench's 2 cores (bench/README.md, "Issue 37, fifth round"): more requests
-a second, a shorter tail, and less server CPU per call.
+gunicorn's workers on the bench's 2 cores (bench/README.md, "Issue 37, fifth
+round"): more requests a second, a shorter tail, and less server CPU per call.
 
 The options below are the project's defaults; any option given after the module
 (`--workers`, `--host`, `--port`, `--blocking-threads`, ...) is Granian's own and wins.
