@@ -1,11 +1,11 @@
 """The HTTP API under the web server: per-call latency through the Python client, and a load test.
 
-The bench starts the web server itself (README.md's production command line with
-2 workers, production settings, on 127.0.0.1 and a free port), times the store operations end to end through
-`stateroom_client.StateroomClient` (one keep-alive httpx client, sequential
-calls), then drives `GET /api/v1/sessions/<id>/items?limit=50` with `wrk`
-when it is installed, or with a bounded pool of Python threads otherwise.
-Nothing leaves 127.0.0.1.
+The bench starts the web server itself (README.md's production command line
+with 2 workers, production settings, on 127.0.0.1 and a free port), times the
+store operations end to end through `stateroom_client.StateroomClient` (one
+keep-alive httpx client, sequential calls), then drives `GET
+/api/v1/sessions/<id>/items?limit=50` with `wrk` when it is installed, or
+with a bounded pool of Python threads otherwise. Nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
