@@ -210,13 +210,15 @@ def test_prometheus_scrapes_both_workers_and_sees_the_workload(tenant_a, make_to
     with web_server(env, workers=2) as base:
         assert httpx.get(base + "/metrics").status_code == 401
         workload(base, runtime_token, operator_token)
-        # Both workers counted requests (stateroom.serve emptied the directory first). Which
-        # worker takes a new connection is the kernel's choice: health checks, each on a
-        # connection of its own, until each worker has taken one.
+        # Both workers counted requests and hold a database connection (stateroom.serve
+        # emptied the directory first). Which worker takes a new connection is the kernel's
+        # choice: scrapes by hand, each on a connection of its own (each reads the database),
+        # until each worker has served one.
         for _ in range(50):
-            if len(list(multiproc.glob("counter_*.db"))) == 2:
+            scraped = httpx.get(base + "/metrics", headers=_auth(TOKEN))
+            assert scraped.status_code == 200
+            if "stateroom_db_connections_open 2.0" in scraped.text:
                 break
-            assert httpx.get(base + "/healthz").status_code == 200
         assert len(list(multiproc.glob("counter_*.db"))) == 2
         with prometheus(base.removeprefix("http://")) as prom:
             wait_until(lambda: query(prom, 'up{job="stateroom"} == 1'), what="a first scrape")
