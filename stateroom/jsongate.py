@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from .canonical import MAX_SAFE_INTEGER
@@ -41,8 +40,6 @@ from .jsondata import MAX_DEPTH
 MAX_KEYS = 1000
 _BOM = b"\xef\xbb\xbf"
 _PATH_CHARS = 200
-# Only a number with 16 or more digits or an exponent can leave the I-JSON range.
-_BIG_NUMBER = re.compile(r"[0-9]{16}|[0-9.][eE]")
 
 
 class BadBody(StateroomError):
@@ -102,16 +99,18 @@ def parse_object(raw: bytes) -> dict[str, Any]:
         raise BadBody(f"Malformed JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadBody("The request body must be a JSON object.", code="body_not_object")
-    check(data, text_escapes="\\u" in text, numbers=bool(_BIG_NUMBER.search(text)))
+    check(data, text_escapes="\\u" in text)
     return data
 
 
-def check(value: Any, *, text_escapes: bool = True, numbers: bool = True) -> None:
+def check(value: Any, *, text_escapes: bool = True) -> None:
     """Refuse NUL, lone surrogates, depth over MAX_DEPTH, objects over MAX_KEYS (422).
 
     `text_escapes=False` says the JSON text had no `\\u` escape, so no string
-    can hold a NUL or a surrogate (raw ones are not valid JSON or UTF-8) and
-    only the shape is walked. The walk keeps no paths: only when it finds a
+    can hold a NUL or a surrogate (raw ones are not valid JSON or UTF-8): only
+    the shape and the numbers are checked. Numbers are always checked: a
+    regular expression that looked for a long or exponent number in the text
+    first cost ~0.3 ms on a 10 KB body, ten times the walk. The walk keeps no paths: only when it finds a
     problem is the value walked again to name where.
     """
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -130,7 +129,7 @@ def check(value: Any, *, text_escapes: bool = True, numbers: bool = True) -> Non
             if kind is dict or kind is list:
                 push((child, depth + 1))
             elif (text_escapes and kind is str and text_problem(child)) or (
-                numbers and (kind is int or kind is float) and number_problem(child)
+                (kind is int or kind is float) and number_problem(child)
             ):
                 _explain(value, text_escapes)
 
