@@ -358,7 +358,7 @@ def _put(store: GraphThreadStore, thread_id: str, data: dict, *, lookup) -> Resp
 
 
 def _page(request, store: GraphThreadStore, query: dict[str, Any]) -> Response:
-    rows, more = store.list_checkpoints(**query)
+    rows, more = store.list_checkpoints(**query, raw=True)
     next_url = None
     if more:
         params = request.query_params.copy()
