@@ -1,4 +1,4 @@
-"""stateroom.canonical: the standard library's fast path spells exactly what RFC 8785 does."""
+"""stateroom.canonical: the fast path (orjson) spells exactly what RFC 8785 does."""
 
 from __future__ import annotations
 
@@ -68,6 +68,22 @@ def test_the_cases_where_the_spellings_differ_go_to_rfc8785():
     plain = {"b": [1, "two", None, True], "a": {"z": "é\n\u0001"}}
     assert canonical_bytes(plain) == rfc8785.dumps(plain)
     assert len(digest(plain)) == 64
+
+
+def test_every_character_is_escaped_as_rfc8785_escapes_it():
+    # Every code point but the surrogates, 512 to a string, as a value and as a key.
+    points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(points), 512):
+        text = "".join(map(chr, points[start : start + 512]))
+        value = {"k": text, text[:40]: [text]} if points[start] < 0x10000 else {"k": text}
+        assert canonical_bytes(value) == rfc8785.dumps(value), hex(points[start])
+
+
+def test_what_orjson_refuses_goes_to_rfc8785():
+    deep = _nested(300, "leaf")  # past orjson's 254 levels: rfc8785's bytes
+    assert canonical_bytes(deep) == rfc8785.dumps(deep)
+    with pytest.raises(rfc8785.CanonicalizationError):
+        canonical_bytes({"k": "lone \ud800 surrogate"})
 
 
 def _nested(depth: int, leaf: object) -> object:
