@@ -59,29 +59,55 @@ PAGE_SIZE = 100
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-def _plain(value: Any, depth: int = 0) -> bool:
+def _plain(value: Any) -> bool:
     """True for JSON data that the server stores as JSON and gives back exactly as written.
 
     Exactly the builtin types; no NUL or lone surrogate (jsonb holds neither);
     integers within ±(2**53 - 1) (what the server's canonical JSON keeps); and
     floats with a fraction (an integral float such as 2.0 would read back as
-    the integer 2). Anything else goes through the serializer instead.
+    the integer 2); containers nested at most 33 deep. Anything else goes
+    through the serializer instead. Containers are walked from a stack, their
+    scalars checked in place (a checkpoint's state is mostly strings in lists).
     """
+    if type(value) is not dict and type(value) is not list:
+        return _plain_scalar(value)
+    stack = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > 32:
+            return False
+        if type(node) is dict:
+            for key in node:
+                if type(key) is not str or not _plain_text(key):
+                    return False
+            children: Any = node.values()
+        else:
+            children = node
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                push((child, depth + 1))
+            elif not (_plain_text(child) if kind is str else _plain_scalar(child)):
+                return False
+    return True
+
+
+def _plain_text(text: str) -> bool:
+    # ASCII (a flag CPython keeps) encodes; else look for a lone surrogate.
+    return "\x00" not in text and (text.isascii() or _encodes(text))
+
+
+def _plain_scalar(value: Any) -> bool:
     kind = type(value)
-    if kind is str:  # ASCII (a flag CPython keeps) encodes; else look for a lone surrogate
-        return "\x00" not in value and (value.isascii() or _encodes(value))
+    if kind is str:
+        return _plain_text(value)
     if kind is bool or value is None:
         return True
     if kind is int:
-        return bool(abs(value) <= MAX_SAFE_INTEGER)
+        return abs(value) <= MAX_SAFE_INTEGER
     if kind is float:
         return math.isfinite(value) and not value.is_integer()
-    if depth > 32:
-        return False
-    if kind is dict:
-        return all(type(k) is str and _plain(k) and _plain(v, depth + 1) for k, v in value.items())
-    if kind is list:
-        return all(_plain(item, depth + 1) for item in value)
     return False
 
 
