@@ -29,6 +29,7 @@ REPLACEMENTS = {
     "AsyncClient": "Client",  # httpx
     "AsyncBaseTransport": "BaseTransport",  # httpx
     "aclose": "close",
+    "asend": "send",  # stateroom_client._http
     "asyncio": "time",  # asyncio.sleep -> time.sleep
 }
 

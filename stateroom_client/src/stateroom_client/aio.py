@@ -43,7 +43,7 @@ from ._core import (
     retry_after,
     url,
 )
-from ._http import AsyncHttpClients
+from ._http import AsyncHttpClients, asend
 from ._tracing import traced
 from .errors import TransportError
 
@@ -114,7 +114,8 @@ class AsyncStateroomClient:
         resent = False
         while True:
             try:
-                response = await self._http.get().request(
+                client = self._http.get()
+                request = client.build_request(
                     call.method,
                     url(call, self.root),
                     params=clean_params(call.params),
@@ -122,6 +123,7 @@ class AsyncStateroomClient:
                     headers={**body_headers(content, self._large), **trace_headers},
                     timeout=call.timeout or self.timeout,
                 )
+                response = await asend(client, request)
             except httpx.WriteError as exc:
                 # The request was not delivered whole, so the server cannot have
                 # acted on it: send it once more, on a fresh connection, whatever

@@ -36,7 +36,7 @@ from ._core import (
     retry_after,
     url,
 )
-from ._http import HttpClients
+from ._http import HttpClients, send
 from ._tracing import traced
 from .errors import TransportError
 
@@ -107,7 +107,8 @@ class StateroomClient:
         resent = False
         while True:
             try:
-                response = self._http.get().request(
+                client = self._http.get()
+                request = client.build_request(
                     call.method,
                     url(call, self.root),
                     params=clean_params(call.params),
@@ -115,6 +116,7 @@ class StateroomClient:
                     headers={**body_headers(content, self._large), **trace_headers},
                     timeout=call.timeout or self.timeout,
                 )
+                response = send(client, request)
             except httpx.WriteError as exc:
                 # The request was not delivered whole, so the server cannot have
                 # acted on it: send it once more, on a fresh connection, whatever

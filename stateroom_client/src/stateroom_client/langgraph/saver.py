@@ -105,7 +105,7 @@ def _plain_scalar(value: Any) -> bool:
     if kind is bool or value is None:
         return True
     if kind is int:
-        return abs(value) <= MAX_SAFE_INTEGER
+        return bool(abs(value) <= MAX_SAFE_INTEGER)
     if kind is float:
         return math.isfinite(value) and not value.is_integer()
     return False
