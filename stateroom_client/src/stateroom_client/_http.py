@@ -22,7 +22,9 @@ httpx picks them. What `httpx.Client.send` adds around that — its auth and
 redirect flows, event hooks and cookie jar — the Stateroom client uses none
 of (the API sets no cookie and answers no redirect), and it cost about
 0.25 ms of CPU a call, a third of the client's share (measured for the
-wire-speed issue, bench/README.md).
+wire-speed issue, bench/README.md). The pick is httpx's own
+`_transport_for_url`, the one private name the client uses (httpx < 1, as
+pyproject pins it; tests/runtime/client/test_transport.py fails without it).
 """
 
 from __future__ import annotations
