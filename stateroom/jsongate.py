@@ -110,8 +110,9 @@ def check(value: Any, *, text_escapes: bool = True) -> None:
     can hold a NUL or a surrogate (raw ones are not valid JSON or UTF-8): only
     the shape and the numbers are checked. Numbers are always checked: a
     regular expression that looked for a long or exponent number in the text
-    first cost ~0.3 ms on a 10 KB body, ten times the walk. The walk keeps no paths: only when it finds a
-    problem is the value walked again to name where.
+    first cost ~0.3 ms on a 10 KB body, ten times the walk. The walk keeps no
+    paths: only when it finds a problem is the value walked again to name
+    where.
     """
     stack: list[tuple[Any, int]] = [(value, 1)]
     pop, push = stack.pop, stack.append
